@@ -1,0 +1,81 @@
+#include "cli/inputs.h"
+
+#include <iostream>
+
+#include "planner/io/model_reader.h"
+#include "planner/io/workload_reader.h"
+#include "planner/units.h"
+#include "topology/cluster_reader.h"
+
+namespace shardplan::cli {
+
+void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
+  cmd->add_option("--model,-m", f.model, "built-in model name or a config.json / YAML path")->capture_default_str();
+  cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name or a cluster YAML path")->capture_default_str();
+  cmd->add_option("--nodes", f.nodes, "override the cluster's node count");
+  cmd->add_option("--gpus-per-node", f.gpus_per_node, "override the cluster's GPUs per node");
+  cmd->add_option("--workload,-w", f.workload, "built-in workload name or a workload YAML path (default: pretrain)");
+  cmd->add_option("--task", f.task, "pretrain|finetune|lora|qlora|inference (overrides the workload)");
+  cmd->add_option("--seq-len", f.seq_len, "tokens per sequence (overrides the workload)");
+  cmd->add_option("--global-batch", f.global_batch, "sequences per optimizer step (overrides the workload)");
+  cmd->add_option("--precision", f.precision, "bf16|fp16|fp32|fp8 (overrides the workload)");
+  cmd->add_option("--optimizer", f.optimizer, "adamw|adam|adamw-8bit|sgd|sgd-momentum|adafactor|lion");
+  if (with_layout) cmd->add_option("--layout,-l", f.layout, "key=value,... e.g. framework=megatron,tp=8,pp=2");
+  cmd->add_option("--headroom", f.headroom, "memory kept free on every GPU for the fit test")->capture_default_str();
+  cmd->add_flag("--json", f.json, "print JSON on stdout");
+}
+
+StatusOr<Inputs> LoadInputs(const InputFlags& f) {
+  Inputs in;
+  SP_ASSIGN_OR_RETURN(in.model, LoadModel(f.model));
+  SP_ASSIGN_OR_RETURN(in.cluster, LoadCluster(f.cluster));
+  if (f.nodes < 0 || f.gpus_per_node < 0) return Status::BadInput("--nodes and --gpus-per-node must be positive");
+  if (f.nodes > 0) in.cluster.nodes = f.nodes;
+  if (f.gpus_per_node > 0) in.cluster.gpus_per_node = f.gpus_per_node;
+  if (!f.workload.empty()) {
+    SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(f.workload));
+  } else if (!f.task.empty() && f.task != "pretrain") {
+    SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(f.task));  // the built-in of that task
+  } else {
+    SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload("pretrain"));
+  }
+  Workload& w = in.workload;
+  if (!f.task.empty() && !ParseTask(f.task, &w.task))
+    return Status::BadInput("--task: expected pretrain, finetune, lora, qlora or inference, got \"" + f.task + "\"");
+  if (f.seq_len < 0 || f.global_batch < 0) return Status::BadInput("--seq-len and --global-batch must be positive");
+  if (f.seq_len > 0) w.seq_len = f.seq_len;
+  if (f.global_batch > 0) w.global_batch = f.global_batch;
+  if (!f.precision.empty()) {
+    auto d = ParseDtype(f.precision);
+    if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32 or fp8, got \"" + f.precision + "\"");
+    w.precision = *d;
+  }
+  if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer))
+    return Status::BadInput("--optimizer: unknown optimizer \"" + f.optimizer + "\"");
+  SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
+  auto headroom = ParseBytes(f.headroom);
+  if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());
+  in.memory.headroom_bytes = *headroom;
+  return in;
+}
+
+Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
+  Plan p;
+  p.model_ref = f.model;
+  p.cluster_ref = f.cluster;
+  p.workload_ref = f.workload.empty() ? (f.task.empty() ? "pretrain" : f.task) : f.workload;
+  p.model = in.model;
+  p.cluster = in.cluster;
+  p.workload = in.workload;
+  p.layout = resolved;
+  p.memory_options = in.memory;
+  return p;
+}
+
+int Fail(const Status& s) {
+  std::cerr << "shardplan: " << s.message() << "\n";
+  ExitCode() = s.exit_code();
+  return s.exit_code();
+}
+
+}  // namespace shardplan::cli

@@ -1,0 +1,49 @@
+// The inputs most subcommands share: --model, --cluster (with --nodes/--gpus-per-node),
+// --workload (or its flags), --layout and --headroom, loaded into specs with errors that
+// name the file, line and column.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "planner/layout.h"
+#include "planner/memory_model.h"
+#include "planner/model_spec.h"
+#include "planner/plan.h"
+#include "planner/workload.h"
+#include "topology/cluster_spec.h"
+
+namespace shardplan::cli {
+
+struct InputFlags {
+  std::string model = "llama-3.1-8b";
+  std::string cluster = "dgx-h100";
+  std::string workload;  // empty: built from the flags below (default: pretrain)
+  int nodes = 0, gpus_per_node = 0;
+  std::string task, precision, optimizer;
+  int64_t seq_len = 0, global_batch = 0;
+  std::string layout;
+  std::string headroom = "2 GiB";
+  bool json = false;
+};
+
+struct Inputs {
+  ModelSpec model;
+  ClusterSpec cluster;
+  Workload workload;
+  Layout layout;  // as parsed; not yet resolved
+  MemoryOptions memory;
+};
+
+// Adds the flags; `with_layout` for commands that take --layout.
+void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout);
+StatusOr<Inputs> LoadInputs(const InputFlags& f);
+// Builds the Plan skeleton (refs and inputs) from flags and a resolved layout.
+Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved);
+
+// Prints a Status to stderr and records its exit code; returns it.
+int Fail(const Status& s);
+
+}  // namespace shardplan::cli

@@ -1,0 +1,104 @@
+#include "cli/report.h"
+
+#include "cli/table.h"
+#include "planner/strings.h"
+#include "planner/units.h"
+
+namespace shardplan::cli {
+
+nlohmann::json LayoutJson(const Layout& l) {
+  nlohmann::json j = {{"framework", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
+                      {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp}, {"sp", l.sp}, {"zero", l.zero},
+                      {"shard_group", l.shard_group}, {"ac", RecomputeName(l.ac)}, {"ac_layers", l.ac_layers},
+                      {"offload_optimizer", OffloadName(l.offload_optimizer)},
+                      {"offload_params", OffloadName(l.offload_params)}, {"mbs", l.mbs}, {"grad_accum", l.grad_accum},
+                      {"reshard_after_forward", l.reshard_after_forward}, {"weights", DtypeName(l.weights)},
+                      {"kv_cache", DtypeName(l.kv_cache)}, {"batch", l.batch}, {"string", FormatLayout(l)}};
+  j["stages"] = l.stages;
+  return j;
+}
+
+nlohmann::json MemoryJson(const MemoryEstimate& e) {
+  const StageMemory& s = e.fullest();
+  nlohmann::json terms = nlohmann::json::object();
+  for (const MemoryTerm& t : s.terms) terms[t.name] = t.bytes;
+  nlohmann::json per_gpu = {{"peak_bytes", s.device_peak}, {"reserved_peak_bytes", s.reserved_peak},
+                            {"allocated_peak_bytes", s.allocated_peak}, {"capacity_bytes", e.capacity_bytes},
+                            {"headroom_bytes", e.headroom_bytes}, {"headroom_required_bytes", e.headroom_required_bytes},
+                            {"fits", e.fits}, {"stage", s.stage}, {"peak_phase", PhaseName(s.peak_phase)},
+                            {"terms", terms}};
+  nlohmann::json stages = nlohmann::json::array();
+  for (const StageMemory& st : e.stages)
+    stages.push_back({{"stage", st.stage}, {"layers", st.layers}, {"peak_bytes", st.device_peak},
+                      {"reserved_peak_bytes", st.reserved_peak}, {"allocated_peak_bytes", st.allocated_peak},
+                      {"peak_phase", PhaseName(st.peak_phase)}});
+  return {{"per_gpu", per_gpu}, {"per_stage", stages}, {"per_node_host_bytes", e.per_node_host_bytes},
+          {"per_node_nvme_bytes", e.per_node_nvme_bytes}};
+}
+
+nlohmann::json PlanJson(const Plan& p) {
+  const ParamCounts c = CountParams(p.model);
+  nlohmann::json j;
+  j["model"] = {{"name", p.model.name}, {"params_total", c.total}, {"params_active", c.active}};
+  j["cluster"] = {{"name", p.cluster.name}, {"nodes", p.cluster.nodes}, {"gpus_per_node", p.cluster.gpus_per_node},
+                  {"gpu", p.cluster.gpu.name}};
+  j["workload"] = {{"task", TaskName(p.workload.task)}, {"seq_len", p.workload.seq_len},
+                   {"global_batch", p.workload.global_batch}, {"precision", DtypeName(p.workload.precision)},
+                   {"optimizer", OptimizerName(p.workload.optimizer)}};
+  j["layout"] = LayoutJson(p.layout);
+  j["memory"] = MemoryJson(p.memory);
+  nlohmann::json time_terms = nlohmann::json::object();
+  for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
+  j["time"] = {{"step_seconds", p.time.step_seconds}, {"tokens_per_second_per_gpu", p.time.tokens_per_second_per_gpu},
+               {"mfu", p.time.mfu}, {"terms", time_terms}};
+  if (p.memory.inference)
+    j["inference"] = {{"kv_bytes_per_token", p.memory.kv.kv_bytes_per_token},
+                      {"kv_bytes_per_token_model", p.memory.kv.kv_bytes_per_token_model},
+                      {"max_kv_tokens", p.memory.kv.max_kv_tokens},
+                      {"max_concurrent_sequences", p.memory.kv.max_concurrent_sequences}};
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  return j;
+}
+
+std::string EstimateText(const Plan& p) {
+  const MemoryEstimate& e = p.memory;
+  const StageMemory& s = e.fullest();
+  std::string out = p.model.name + " on " + std::to_string(p.cluster.world_size()) + " x " + p.cluster.gpu.name +
+                    ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n\n";
+  Table t({"term (stage " + std::to_string(s.stage) + ", " + std::to_string(s.layers) + " layers)", "GiB", "live", "pool"});
+  for (const MemoryTerm& term : s.terms) {
+    std::string live = std::string(PhaseName(term.first)) +
+                       (term.first == term.last ? "" : ".." + std::string(PhaseName(term.last)));
+    t.Row({term.name, Fixed(ToGiB(term.bytes), 2), live, term.pool == Pool::kTorch ? "torch" : "non-torch"});
+  }
+  t.Rule();
+  t.Row({"allocated peak (max_memory_allocated)", Fixed(ToGiB(s.allocated_peak), 2), std::string(PhaseName(s.peak_phase)), ""});
+  t.Row({"reserved peak (max_memory_reserved)", Fixed(ToGiB(s.reserved_peak), 2), "", ""});
+  t.Row({"device peak (nvidia-smi)", Fixed(ToGiB(s.device_peak), 2), "", ""});
+  t.Row({"capacity", Fixed(ToGiB(e.capacity_bytes), 2), "", ""});
+  out += t.Render();
+  if (e.stages.size() > 1) {
+    Table st({"stage", "layers", "allocated GiB", "reserved GiB", "device GiB", "peak at"});
+    for (const StageMemory& x : e.stages)
+      st.Row({std::to_string(x.stage), std::to_string(x.layers), Fixed(ToGiB(x.allocated_peak), 2),
+              Fixed(ToGiB(x.reserved_peak), 2), Fixed(ToGiB(x.device_peak), 2), std::string(PhaseName(x.peak_phase))});
+    out += "\n" + st.Render();
+  }
+  out += "\nhost RAM per node " + FormatBytes(e.per_node_host_bytes);
+  if (e.per_node_nvme_bytes > 0) out += ", NVMe per node " + FormatBytes(e.per_node_nvme_bytes);
+  out += "\n";
+  if (e.inference)
+    out += "KV cache " + Thousands(e.kv.kv_bytes_per_token) + " B/token per GPU; room for " + Thousands(e.kv.max_kv_tokens) +
+           " tokens = " + Thousands(e.kv.max_concurrent_sequences) + " sequences of " +
+           std::to_string(p.workload.context_len()) + " tokens (vLLM budget at " +
+           Fixed(p.workload.inference.gpu_memory_utilization, 2) + ")\n";
+  if (p.time.step_seconds > 0)
+    out += "step " + Fixed(p.time.step_seconds, 3) + " s, " + Fixed(p.time.tokens_per_second_per_gpu, 0) +
+           " tokens/s/GPU, MFU " + Fixed(100 * p.time.mfu, 1) + "%\n";
+  out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": device peak " + FormatBytes(s.device_peak) + " of " +
+         FormatBytes(e.capacity_bytes) + ", headroom " + FormatBytes(e.headroom_bytes) + " (required " +
+         FormatBytes(e.headroom_required_bytes) + ")\n";
+  return out;
+}
+
+}  // namespace shardplan::cli

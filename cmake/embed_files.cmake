@@ -1,0 +1,18 @@
+# Writes OUT, a C++ file holding every file listed in LIST_FILE (paths relative to BASE) as
+# bytes, so the binary carries the built-in configs and needs no install step.
+file(READ ${LIST_FILE} FILES)
+file(WRITE ${OUT}.tmp "// Generated from configs/ at build time; do not edit.\n#include \"configs/builtin.h\"\nnamespace shardplan {\nnamespace {\n")
+set(index 0)
+set(table "")
+foreach(rel ${FILES})
+  file(READ ${BASE}/${rel} hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR nbytes "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "'\\\\x\\1'," body "${hex}")
+  file(APPEND ${OUT}.tmp "const char kFile${index}[] = {${body} 0};\n")
+  string(APPEND table "    {\"${rel}\", std::string_view(kFile${index}, ${nbytes})},\n")
+  math(EXPR index "${index} + 1")
+endforeach()
+file(APPEND ${OUT}.tmp "}  // namespace\nconst std::vector<BuiltinFile>& BuiltinFiles() {\n  static const std::vector<BuiltinFile> files = {\n${table}  };\n  return files;\n}\n}  // namespace shardplan\n")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUT}.tmp)

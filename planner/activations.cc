@@ -1,0 +1,139 @@
+// Saved activations per layer for modern blocks (GQA/MLA, SwiGLU/GeLU, flash attention,
+// MoE top-k), recomputation, the micro-batches a pipeline stage keeps in flight, and the
+// logits and loss on the last stage. Constants: memory-model.md 2.3-2.4 and 4.5.
+#include <algorithm>
+#include <cmath>
+
+#include "planner/memory_terms.h"
+
+namespace shardplan {
+namespace {
+
+// Capacity factor for MoE token routing: dropless routers are unbounded; plan for a 10%
+// imbalance over perfectly balanced routing.
+constexpr double kMoeCapacity = 1.1;
+
+bool HfStyle(const Layout& l) { return l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed; }
+
+bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
+  return m.is_moe() && layer < static_cast<int64_t>(m.moe_layer.size()) && m.moe_layer[static_cast<size_t>(layer)];
+}
+
+struct Dims {
+  double s, b, h, t, sp_div;  // tokens per GPU (after CP), micro-batch, hidden, TP, divisor of replicated terms
+};
+
+// Attention block, flash (no s^2 term): memory-model.md 2.4.
+double AttentionBytes(const ModelSpec& m, const Dims& d) {
+  const double sb = d.s * d.b;
+  double replicated = 2 * sb * d.h + 2 * sb * d.h;  // norm input, QKV input
+  double split;
+  if (m.attention == AttentionKind::kMla) {
+    const double a = static_cast<double>(m.heads);
+    const double dqk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
+    split = 2 * sb * a * (2 * dqk + static_cast<double>(m.v_head_dim)) + 2 * sb * a * static_cast<double>(m.v_head_dim);
+    replicated += 2 * sb * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
+  } else {
+    split = 2 * sb * static_cast<double>(m.q_width() + 2 * m.kv_width()) + 2 * sb * static_cast<double>(m.q_width());
+  }
+  split += 4 * sb * static_cast<double>(m.heads);  // fp32 log-sum-exp per head
+  return replicated / d.sp_div + split / d.t;
+}
+
+// MLP intermediate bytes per token for an FFN of size f (before TP division).
+double MlpInner(const ModelSpec& m, const Layout& l, double f) {
+  if (m.mlp == MlpKind::kPlain) return 2 * f + 2 * f;  // activation input, fc2 input
+  // Fused SwiGLU saves gate||up (4f) and fc2's input (2f); unfused HF/torchtitan code keeps
+  // act(gate), up and their product as well (about 8f).
+  return l.framework == Framework::kMegatron ? 6 * f : 8 * f;
+}
+
+double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
+  const ModelSpec& m = ctx.m;
+  const double sb = d.s * d.b;
+  double replicated = 2 * sb * d.h + 2 * sb * d.h;  // norm input, fc1 input
+  if (!IsMoeLayer(m, layer)) return replicated / d.sp_div + sb * MlpInner(m, ctx.l, static_cast<double>(m.intermediate)) / d.t;
+  // MoE per EP rank with balanced routing: router logits/probs in fp32, the permuted tokens
+  // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
+  const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
+  double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts);
+  const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
+  bytes += k * sb * (2 * d.h + MlpInner(m, ctx.l, fe) + 2 * d.h) / (ctx.l.etp > 1 ? 1 : 1);
+  if (m.shared_experts > 0)
+    bytes += sb * MlpInner(m, ctx.l, static_cast<double>(m.shared_experts * m.shared_intermediate)) / d.t;
+  return bytes;
+}
+
+Dims DimsFor(const MemoryContext& ctx) {
+  const Layout& l = ctx.l;
+  Dims d;
+  d.s = static_cast<double>(ctx.w.seq_len) / l.cp;
+  d.b = l.mbs;
+  d.h = static_cast<double>(ctx.m.hidden);
+  d.t = l.tp;
+  d.sp_div = l.sp ? l.tp : 1;
+  return d;
+}
+
+}  // namespace
+
+int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute ac) {
+  const Dims d = DimsFor(ctx);
+  const double input = 2 * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
+  if (ac == Recompute::kFull) return static_cast<int64_t>(input);
+  double attn = AttentionBytes(ctx.m, d);
+  double mlp = MlpBytes(ctx, layer, d);
+  // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4).
+  double norms = HfStyle(ctx.l) && ctx.m.norm == NormKind::kRms ? ctx.m.norms_per_layer * 4 * d.s * d.b * d.h / d.sp_div : 0;
+  double total = attn + mlp + norms;
+  if (ac == Recompute::kSelective) {
+    // Selective recomputation drops what is cheap to recompute: the activation function's
+    // output and the norm outputs (torchtitan op-level SAC; Megatron core attention, which
+    // with flash attention holds only the LSE).
+    const double sb = d.s * d.b;
+    const double f = static_cast<double>(IsMoeLayer(ctx.m, layer) ? 0 : ctx.m.intermediate);
+    total -= (ctx.l.framework == Framework::kMegatron ? 4 * sb * static_cast<double>(ctx.m.heads) / d.t : 2 * sb * f / d.t + norms);
+  }
+  return static_cast<int64_t>(std::max(total, input));
+}
+
+void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
+  const Layout& l = ctx.l;
+  const ModelSpec& m = ctx.m;
+  double per_mb = 0, largest_full = 0;
+  const int recomputed = l.ac == Recompute::kFull && l.ac_layers > 0 ? std::min(l.ac_layers, s.layers) : s.layers;
+  for (int i = 0; i < s.layers; ++i) {
+    const int64_t layer = s.first_layer + i;
+    Recompute mode = l.ac;
+    if (l.ac == Recompute::kFull && i >= recomputed) mode = Recompute::kNone;
+    per_mb += static_cast<double>(LayerActivationBytes(ctx, layer, mode));
+    largest_full = std::max(largest_full, static_cast<double>(LayerActivationBytes(ctx, layer, Recompute::kNone)));
+  }
+  const double inflight = s.micro_batches_in_flight * s.inflight_scale;
+  const double saved = per_mb * inflight;
+  out.push_back({"activations", static_cast<int64_t>(saved), s.layers * static_cast<int64_t>(std::ceil(inflight)),
+                 Phase::kForward, Phase::kBackward, Pool::kTorch,
+                 "per-layer saved tensors (memory-model.md 2.4) x layers x micro-batches in flight (1F1B)"});
+  if (l.ac != Recompute::kNone)
+    out.push_back({"recompute_layer", static_cast<int64_t>(largest_full), 1, Phase::kBackward, Phase::kBackward, Pool::kTorch,
+                   "backward re-runs one layer's forward and holds its full activations"});
+  // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
+  const Dims d = DimsFor(ctx);
+  out.push_back({"activation_gradients", static_cast<int64_t>(2 * 2 * d.s * d.b * d.h / d.sp_div + largest_full / 2), 3,
+                 Phase::kBackward, Phase::kBackward, Pool::kTorch,
+                 "grad of the residual stream plus one layer's intermediate grads during backward"});
+  out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,
+                 "input_ids, labels, position_ids in int64"});
+  if (!s.last) return;
+  // Logits and loss (memory-model.md 4.5). Vocab-parallel heads (Megatron, torchtitan loss
+  // parallel) split V by TP. HF upcasts logits to fp32 before cross-entropy.
+  const double tokens = d.s * d.b;
+  const double vocab = static_cast<double>(m.vocab) / ((l.framework == Framework::kMegatron || l.framework == Framework::kTorchtitan) ? l.tp : 1);
+  const double loss_bytes = l.framework == Framework::kMegatron ? 6 : 10;  // Megatron: bf16 + fp32 in the fused CE
+  out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * loss_bytes), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
+                 "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)"});
+  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 6), 2, Phase::kBackward, Phase::kBackward, Pool::kTorch,
+                 "fp32 and bf16 gradient of the logits at the start of backward"});
+}
+
+}  // namespace shardplan

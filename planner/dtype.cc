@@ -1,0 +1,54 @@
+#include "planner/dtype.h"
+
+namespace shardplan {
+
+double DtypeBytes(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32: return 4;
+    case Dtype::kBf16:
+    case Dtype::kFp16: return 2;
+    case Dtype::kFp8:
+    case Dtype::kInt8: return 1;
+    case Dtype::kInt4:
+    case Dtype::kNf4: return 0.5;
+  }
+  return 2;
+}
+
+std::string_view DtypeName(Dtype d) {
+  switch (d) {
+    case Dtype::kFp32: return "fp32";
+    case Dtype::kBf16: return "bf16";
+    case Dtype::kFp16: return "fp16";
+    case Dtype::kFp8: return "fp8";
+    case Dtype::kInt8: return "int8";
+    case Dtype::kInt4: return "int4";
+    case Dtype::kNf4: return "nf4";
+  }
+  return "?";
+}
+
+std::optional<Dtype> ParseDtype(std::string_view s) {
+  if (s == "fp32" || s == "float32" || s == "float") return Dtype::kFp32;
+  if (s == "bf16" || s == "bfloat16") return Dtype::kBf16;
+  if (s == "fp16" || s == "float16" || s == "half") return Dtype::kFp16;
+  if (s == "fp8" || s == "float8" || s == "float8_e4m3fn") return Dtype::kFp8;
+  if (s == "int8") return Dtype::kInt8;
+  if (s == "int4" || s == "gptq" || s == "awq") return Dtype::kInt4;
+  if (s == "nf4") return Dtype::kNf4;
+  return std::nullopt;
+}
+
+double QuantizedBytesPerParam(Dtype d) {
+  switch (d) {
+    // memory-model.md 5.1: qweight int32[in/8,out] + qzeros int32[in/g,out/8] + scales fp16[in/g,out]
+    case Dtype::kInt4: return 0.5 + (2.0 + 0.5) / 128.0;
+    // memory-model.md 5.1: bnb NF4 block 64 with double quantization
+    case Dtype::kNf4: return 0.5 + 1.0 / 64.0 + 4.0 / 16384.0;
+    // memory-model.md 5.1: fp8 block 128x128 scales (DeepSeek-V3 layout), fp32 per block
+    case Dtype::kFp8: return 1.0 + 4.0 / 16384.0;
+    default: return DtypeBytes(d);
+  }
+}
+
+}  // namespace shardplan

@@ -1,0 +1,76 @@
+// Serving: weights by format, KV cache per token (GQA, MLA), the activation workspace of a
+// profile forward, and the KV budget as vLLM computes it (memory-model.md 5).
+#include <algorithm>
+#include <cmath>
+
+#include "planner/memory_terms.h"
+#include "planner/units.h"
+
+namespace shardplan {
+namespace {
+
+// vLLM V1 default max_num_batched_tokens for its profile run (chunked prefill).
+constexpr int64_t kProfileTokens = 8192;
+constexpr int64_t kMaxNumSeqs = 256;   // vLLM default max_num_seqs: the sampler's logits rows
+constexpr int64_t kBlock = 16;         // KV page size in tokens
+
+}  // namespace
+
+int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s) {
+  const ModelSpec& m = ctx.m;
+  const double bytes = DtypeBytes(ctx.l.kv_cache);
+  if (m.attention == AttentionKind::kMla)  // one latent + rope key per layer, replicated over TP
+    return static_cast<int64_t>(s.layers * static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * bytes);
+  const int64_t kv_per_rank = std::max<int64_t>(1, m.kv_heads / ctx.l.tp);  // replicated when kv < tp
+  return static_cast<int64_t>(2.0 * s.layers * kv_per_rank * m.head_dim * bytes);
+}
+
+void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
+  const ModelSpec& m = ctx.m;
+  const Layout& l = ctx.l;
+  // Linear layers take the weight format; embeddings, head and norms stay bf16.
+  const double root = static_cast<double>(s.root_params);
+  const double linear = static_cast<double>(s.dense_params + s.expert_params) - root;
+  const double weights = linear * QuantizedBytesPerParam(l.weights) + root * 2;
+  out.push_back({"weights", static_cast<int64_t>(weights), std::max(1, s.layers * 7), Phase::kSetup, Phase::kForward,
+                 Pool::kTorch, "weights per TP rank by format, group scales included (memory-model.md 5.1)"});
+  const int64_t context = ctx.w.context_len();
+  const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
+  out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
+                 Pool::kTorch, "2 x layers x kv heads/TP x head_dim x dtype per token (vLLM kv_cache_interface.py)"});
+  // Profile forward of max_num_batched_tokens: the widest intermediates of one layer.
+  const double t = l.tp;
+  const double tokens = static_cast<double>(std::min<int64_t>(kProfileTokens, std::max<int64_t>(context * l.batch, 1)));
+  const double f = static_cast<double>(m.is_moe() ? m.expert_intermediate * m.experts_per_token : m.intermediate);
+  const double width = 2 * f / t * 2 + 3 * static_cast<double>(m.hidden) + static_cast<double>(m.q_width() + 2 * m.kv_width()) / t;
+  out.push_back({"activation_workspace", static_cast<int64_t>(tokens * width * 2), 4, Phase::kForward, Phase::kForward,
+                 Pool::kTorch, "one layer's intermediates for max_num_batched_tokens=8192 (vLLM profile_run)"});
+  if (s.last)
+    out.push_back({"logits", static_cast<int64_t>(std::min<int64_t>(kMaxNumSeqs, l.batch) * static_cast<double>(m.vocab) / t * 4), 1,
+                   Phase::kForward, Phase::kForward, Pool::kTorch, "fp32 logits of the last token per sequence"});
+}
+
+InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& stage, const StageShape& s) {
+  InferenceMemory kv;
+  kv.kv_bytes_per_token = KvBytesPerToken(ctx, s);
+  StageShape whole = s;
+  whole.layers = static_cast<int>(ctx.m.layers);
+  Layout single = ctx.l;
+  single.tp = 1;
+  MemoryContext one{ctx.m, ctx.w, single, ctx.c};
+  kv.kv_bytes_per_token_model = KvBytesPerToken(one, whole);
+  // vLLM: available = capacity x utilization - (weights + activation peak + non-torch).
+  int64_t non_kv = 0;
+  for (const MemoryTerm& t : stage.terms)
+    if (t.name != "kv_cache") non_kv += t.bytes;
+  const double budget = static_cast<double>(ctx.c.gpu.memory_bytes) * ctx.w.inference.gpu_memory_utilization;
+  const double available = budget - static_cast<double>(non_kv);
+  if (available > 0 && kv.kv_bytes_per_token > 0) {
+    const int64_t page = kv.kv_bytes_per_token * kBlock;
+    kv.max_kv_tokens = static_cast<int64_t>(available / static_cast<double>(page)) * kBlock;
+    kv.max_concurrent_sequences = kv.max_kv_tokens / std::max<int64_t>(1, ctx.w.context_len());
+  }
+  return kv;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,350 @@
+#include "planner/io/model_reader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "planner/strings.h"
+
+namespace shardplan {
+namespace {
+
+// Defaults of the transformers config classes (configuration_<type>.py, __init__
+// signatures), for the keys a sparse config.json may omit.
+struct Defaults {
+  int64_t vocab, hidden, intermediate, layers, heads, kv_heads;  // kv_heads 0 = heads
+  int64_t head_dim;                                              // 0 = hidden / heads
+  int64_t max_positions;
+  bool tied;
+  const char* layer_class;
+};
+
+const std::map<std::string, Defaults>& DefaultsTable() {
+  static const std::map<std::string, Defaults> t = {
+      {"llama", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "LlamaDecoderLayer"}},
+      {"mistral", {32000, 4096, 14336, 32, 32, 8, 0, 131072, false, "MistralDecoderLayer"}},
+      {"mixtral", {32000, 4096, 14336, 32, 32, 8, 0, 131072, false, "MixtralDecoderLayer"}},
+      {"qwen2", {151936, 4096, 22016, 32, 32, 32, 0, 32768, false, "Qwen2DecoderLayer"}},
+      {"qwen2_moe", {151936, 2048, 5632, 24, 16, 16, 0, 32768, false, "Qwen2MoeDecoderLayer"}},
+      {"qwen3", {151936, 4096, 22016, 32, 32, 32, 128, 32768, false, "Qwen3DecoderLayer"}},
+      {"qwen3_moe", {151936, 2048, 6144, 24, 32, 4, 0, 32768, false, "Qwen3MoeDecoderLayer"}},
+      {"gemma2", {256000, 2304, 9216, 26, 8, 4, 256, 8192, true, "Gemma2DecoderLayer"}},
+      {"gemma3_text", {262208, 2304, 9216, 26, 8, 4, 256, 131072, true, "Gemma3DecoderLayer"}},
+      {"deepseek_v3", {129280, 7168, 18432, 61, 128, 128, 0, 4096, false, "DeepseekV3DecoderLayer"}},
+      {"gpt2", {50257, 768, 0, 12, 12, 0, 0, 1024, true, "GPT2Block"}},
+      {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
+      {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
+      {"bloom", {250880, 64, 0, 2, 8, 0, 0, 0, true, "BloomBlock"}},
+  };
+  return t;
+}
+
+// Keys we read, per naming scheme; used to catch misspellings.
+const std::vector<std::string> kCommonKeys = {
+    "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+    "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
+    "tie_word_embeddings", "attention_bias", "mlp_bias", "hidden_act", "torch_dtype", "dtype",
+    "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+    "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "n_routed_experts",
+    "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
+    "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "topk_method", "num_nextn_predict_layers",
+    "sliding_window", "sliding_window_pattern", "text_config", "n_embd", "n_layer", "n_head",
+    "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
+    "do_layer_norm_before", "use_parallel_residual", "hidden_activation", "activation_function"};
+
+struct Reader {
+  const Document& doc;
+  const YAML::Node& node;
+
+  StatusOr<int64_t> Int(const char* key, int64_t fallback, int64_t min, int64_t max) const {
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> v, doc.Int(node, key, min, max));
+    return v.value_or(fallback);
+  }
+  StatusOr<bool> Bool(const char* key, bool fallback) const {
+    SP_ASSIGN_OR_RETURN(std::optional<bool> v, doc.Bool(node, key));
+    return v.value_or(fallback);
+  }
+  StatusOr<std::string> Str(const char* key, const std::string& fallback) const {
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> v, doc.String(node, key));
+    return v.value_or(fallback);
+  }
+  bool Has(const char* key) const { return node[key].IsDefined() && !node[key].IsNull(); }
+};
+
+constexpr int64_t kMaxDim = int64_t{1} << 22;      // 4M: wider than any real hidden/FFN/vocab... 
+constexpr int64_t kMaxVocab = int64_t{1} << 28;    // 268M rows
+constexpr int64_t kMaxLayers = 100000;
+
+Status ReadDtype(const Reader& r, ModelSpec& m) {
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> s, r.doc.String(r.node, key));
+    if (!s) continue;
+    std::optional<Dtype> d = ParseDtype(*s);
+    if (!d) return r.doc.ErrorAt(r.node[key], std::string(key) + ": expected a dtype like \"bfloat16\", got \"" + *s + "\"");
+    m.dtype = *d;
+    return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+// Keys shared by the llama-like families (llama, mistral, mixtral, qwen*, gemma*, deepseek).
+Status ReadCommon(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", d.intermediate, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.kv_heads, r.Int("num_key_value_heads", d.kv_heads ? d.kv_heads : m.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  if (r.Has("head_dim")) {
+    SP_ASSIGN_OR_RETURN(m.head_dim, r.Int("head_dim", 0, 1, 1 << 16));
+  } else if (d.head_dim) {
+    m.head_dim = d.head_dim;
+  } else {
+    if (m.hidden % m.heads != 0)
+      return r.doc.ErrorAt(r.node["num_attention_heads"].IsDefined() ? r.node["num_attention_heads"] : r.node,
+                           "num_attention_heads (" + std::to_string(m.heads) + ") does not divide hidden_size (" +
+                               std::to_string(m.hidden) + ") and no head_dim is given");
+    m.head_dim = m.hidden / m.heads;
+  }
+  SP_ASSIGN_OR_RETURN(bool attention_bias, r.Bool("attention_bias", false));
+  m.qkv_bias = m.o_bias = attention_bias;
+  SP_ASSIGN_OR_RETURN(m.mlp_bias, r.Bool("mlp_bias", false));
+  SP_ASSIGN_OR_RETURN(int64_t window, r.Int("sliding_window", 0, 0, int64_t{1} << 34));
+  m.sliding_window = window;
+  return ReadDtype(r, m);
+}
+
+void MarkAllMoe(ModelSpec& m) { m.moe_layer.assign(static_cast<size_t>(m.layers), true); }
+
+Status ReadQwenMoe(const Reader& r, ModelSpec& m, int64_t experts, int64_t topk, int64_t moe_inter) {
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", experts, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", topk, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", moe_inter, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t step, r.Int("decoder_sparse_step", 1, 1, kMaxLayers));
+  std::vector<int64_t> mlp_only;
+  if (r.Has("mlp_only_layers")) {
+    const YAML::Node list = r.node["mlp_only_layers"];
+    if (!list.IsSequence()) return r.doc.ErrorAt(list, "mlp_only_layers: expected a list of layer indices");
+    for (const auto& item : list) {
+      try {
+        mlp_only.push_back(item.as<int64_t>());
+      } catch (const YAML::Exception&) {
+        return r.doc.ErrorAt(item, "mlp_only_layers: expected a layer index, got \"" + item.Scalar() + "\"");
+      }
+    }
+  }
+  // transformers: MoE where layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = 0; l < m.layers; ++l)
+    m.moe_layer[static_cast<size_t>(l)] =
+        std::find(mlp_only.begin(), mlp_only.end(), l) == mlp_only.end() && (l + 1) % step == 0;
+  return Status::Ok();
+}
+
+Status ReadDeepseek(const Reader& r, ModelSpec& m) {
+  m.attention = AttentionKind::kMla;
+  m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", 256, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", 1, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 2048, 1, kMaxDim));
+  m.shared_intermediate = m.expert_intermediate;
+  SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 1536, 0, kMaxDim));
+  if (r.node["q_lora_rank"].IsDefined() && r.node["q_lora_rank"].IsNull()) m.q_lora_rank = 0;  // None: q from h
+  SP_ASSIGN_OR_RETURN(m.kv_lora_rank, r.Int("kv_lora_rank", 512, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 128, 0, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.qk_rope_head_dim, r.Int("qk_rope_head_dim", 64, 0, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", 3, 0, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t freq, r.Int("moe_layer_freq", 1, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(std::string topk_method, r.Str("topk_method", "noaux_tc"));
+  SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
+  m.router_bias = topk_method == "noaux_tc";  // e_score_correction_bias
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  // DeepSeek: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq == 0
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = l >= first_dense && l % freq == 0;
+  return Status::Ok();
+}
+
+Status ReadGpt2(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 50257, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", 768, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", 12, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", 12, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", 1024, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", true));
+  m.position = PositionKind::kLearned;
+  return Status::Ok();
+}
+
+Status ReadOpt(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("ffn_dim", d.intermediate, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.word_embed_proj_dim, r.Int("word_embed_proj_dim", m.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", true));
+  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("enable_bias", true));
+  SP_ASSIGN_OR_RETURN(bool norm_before, r.Bool("do_layer_norm_before", true));
+  SP_ASSIGN_OR_RETURN(bool remove_final, r.Bool("_remove_final_layer_norm", false));
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  m.final_norm = norm_before && !remove_final;  // modeling_opt.py: final_layer_norm only then
+  m.position = PositionKind::kLearned;
+  m.position_offset = 2;                        // OPTLearnedPositionalEmbedding keeps 2 extra rows
+  return Status::Ok();
+}
+
+Status ReadBloom(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 250880, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(int64_t n_embed, r.Int("n_embed", 64, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", n_embed, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", 2, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t n_head, r.Int("n_head", 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", n_head, 1, 1 << 16));
+  m.intermediate = 4 * m.hidden;  // BloomMLP: dense_h_to_4h
+  m.embedding_norm = true;
+  m.position = PositionKind::kAlibi;
+  m.tied_embeddings = true;
+  return Status::Ok();
+}
+
+// Family traits that are not config keys.
+void ApplyFamily(const std::string& type, ModelSpec& m) {
+  const bool gpt_style = type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom";
+  if (gpt_style) {
+    m.norm = NormKind::kLayer;
+    m.mlp = MlpKind::kPlain;
+    m.gelu = type != "opt";  // OPT uses ReLU
+    if (type != "opt") m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.kv_heads = m.heads;
+    if (m.head_dim == 0) m.head_dim = m.hidden / m.heads;
+  }
+  if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;  // q, k, v biased; o not
+  if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") m.qk_norm = true;
+  if (type == "gemma2" || type == "gemma3_text") {
+    m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
+    m.gelu = true;
+  }
+  if (type == "qwen2_moe") m.shared_expert_gate = true;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SupportedModelTypes() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> v;
+    for (const auto& [k, _] : DefaultsTable()) v.push_back(k);
+    v.push_back("gemma3");
+    std::sort(v.begin(), v.end());
+    return v;
+  }();
+  return types;
+}
+
+Status ValidateModel(const ModelSpec& m) {
+  if (m.kv_heads > m.heads || m.heads % m.kv_heads != 0)
+    return Status::BadInput("num_key_value_heads (" + std::to_string(m.kv_heads) +
+                            ") must divide num_attention_heads (" + std::to_string(m.heads) + ")");
+  if (m.is_moe() && m.experts_per_token > m.experts)
+    return Status::BadInput("num_experts_per_tok (" + std::to_string(m.experts_per_token) +
+                            ") exceeds the number of experts (" + std::to_string(m.experts) + ")");
+  ParamCounts c = CountParams(m);
+  if (c.total <= 0 || c.total > (int64_t{1} << 52))
+    return Status::BadInput("the model's parameter count (" + std::to_string(c.total) + ") is out of range");
+  return Status::Ok();
+}
+
+StatusOr<ModelSpec> ParseModel(const Document& doc, const std::string& display_name) {
+  return ParseModelNode(doc, doc.root(), display_name);
+}
+
+StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& root, const std::string& display_name) {
+  YAML::Node node = root;
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> type, doc.String(node, "model_type"));
+  if (!type) {
+    std::vector<std::string> expected = SupportedModelTypes();
+    return doc.ErrorAt(node, "model_type: missing; expected one of " + Join(expected));
+  }
+  ModelSpec m;
+  m.name = display_name;
+  if (*type == "gemma3") {
+    // Gemma3ForConditionalGeneration nests the text tower; HF writes it sparsely.
+    YAML::Node text = node["text_config"];
+    if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
+    SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
+    node = text;
+    type = "gemma3_text";
+    if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
+      Reader top{doc, root};
+      SP_RETURN_IF_ERROR(ReadDtype(top, m));
+    }
+  }
+  auto it = DefaultsTable().find(*type);
+  if (it == DefaultsTable().end()) {
+    std::string hint = Suggest(*type, SupportedModelTypes());
+    return doc.ErrorAt(root["model_type"], "model_type: unsupported \"" + *type + "\"" +
+                                                     (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
+                                                     " (supported: " + Join(SupportedModelTypes()) + ")");
+  }
+  SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(node, kCommonKeys));
+  const Defaults& d = it->second;
+  m.model_type = *type;
+  m.decoder_layer_class = d.layer_class;
+  Reader r{doc, node};
+  if (*type == "gpt2") {
+    SP_RETURN_IF_ERROR(ReadGpt2(r, m));
+  } else if (*type == "opt") {
+    SP_RETURN_IF_ERROR(ReadOpt(r, d, m));
+  } else if (*type == "bloom") {
+    SP_RETURN_IF_ERROR(ReadBloom(r, m));
+  } else {
+    SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
+  }
+  if (*type == "gpt_neox") {
+    SP_ASSIGN_OR_RETURN(m.parallel_residual, r.Bool("use_parallel_residual", true));
+  }
+  if (*type == "mixtral") {
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 8, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, 1 << 16));
+    m.expert_intermediate = m.intermediate;
+    MarkAllMoe(m);
+  } else if (*type == "qwen2_moe") {
+    SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 60, 4, 1408));
+    m.shared_experts = 1;
+    SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("shared_expert_intermediate_size", 5632, 1, kMaxDim));
+  } else if (*type == "qwen3_moe") {
+    SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 128, 8, 768));
+  } else if (*type == "deepseek_v3") {
+    SP_RETURN_IF_ERROR(ReadDeepseek(r, m));
+  }
+  if (*type == "gemma3_text") {
+    SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));
+    m.sliding_window_pattern = static_cast<int>(pattern);
+  }
+  ApplyFamily(*type, m);
+  if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" &&
+      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && !r.Has("head_dim"))
+    return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
+                                 ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  Status valid = ValidateModel(m);
+  if (!valid.ok()) return doc.ErrorAt(node, valid.message());
+  return m;
+}
+
+StatusOr<ModelSpec> LoadModel(const std::string& ref) {
+  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));
+  std::string name = ref;
+  if (ref.find('/') != std::string::npos || ref.find('.') != std::string::npos) {
+    std::filesystem::path p(ref);
+    name = p.stem() == "config" && p.has_parent_path() ? p.parent_path().filename().string() : p.stem().string();
+  }
+  return ParseModel(doc, name);
+}
+
+}  // namespace shardplan

@@ -1,0 +1,27 @@
+// Reads a Hugging Face config.json (or a YAML file with the same keys) into a ModelSpec.
+// Missing keys take the defaults of the transformers config class for the model_type;
+// unknown keys are ignored (HF configs carry many) unless they look like a misspelling.
+#pragma once
+
+#include <string>
+
+#include "planner/io/document.h"
+#include "planner/model_spec.h"
+
+namespace shardplan {
+
+// model_type values this reader understands.
+const std::vector<std::string>& SupportedModelTypes();
+
+StatusOr<ModelSpec> ParseModel(const Document& doc, const std::string& display_name);
+// The same for a mapping nested in a larger file (plan.yaml).
+StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& node, const std::string& display_name);
+// Writes the spec back as HF config keys that ParseModel reads to the same spec.
+std::string ModelToYaml(const ModelSpec& m, int indent);
+// `ref` is a built-in name (configs/models/) or a path.
+StatusOr<ModelSpec> LoadModel(const std::string& ref);
+
+// Checks sizes a real model can have; the error names the key.
+Status ValidateModel(const ModelSpec& m);
+
+}  // namespace shardplan

@@ -1,0 +1,111 @@
+// ModelSpec -> HF config keys, for plan.yaml. Every key ParseModel needs is written, so a
+// plan stands alone and parses back to the same spec.
+#include <sstream>
+
+#include "planner/io/model_reader.h"
+
+namespace shardplan {
+namespace {
+
+class Out {
+ public:
+  explicit Out(int indent) : pad_(static_cast<size_t>(indent), ' ') {}
+  template <typename T>
+  void Key(const char* k, const T& v) { ss_ << pad_ << k << ": " << v << "\n"; }
+  void Bool(const char* k, bool v) { ss_ << pad_ << k << ": " << (v ? "true" : "false") << "\n"; }
+  std::string str() const { return ss_.str(); }
+
+ private:
+  std::string pad_;
+  std::ostringstream ss_;
+};
+
+void Common(Out& o, const ModelSpec& m) {
+  o.Key("vocab_size", m.vocab);
+  o.Key("hidden_size", m.hidden);
+  o.Key("intermediate_size", m.intermediate);
+  o.Key("num_hidden_layers", m.layers);
+  o.Key("num_attention_heads", m.heads);
+  o.Key("num_key_value_heads", m.kv_heads);
+  o.Key("head_dim", m.head_dim);
+  o.Key("max_position_embeddings", m.max_positions);
+  o.Bool("tie_word_embeddings", m.tied_embeddings);
+  o.Bool("attention_bias", m.o_bias);
+  o.Bool("mlp_bias", m.mlp_bias);
+  if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);
+}
+
+void MoeLayers(Out& o, const ModelSpec& m) {
+  std::string list = "[";
+  for (size_t i = 0; i < m.moe_layer.size(); ++i)
+    if (!m.moe_layer[i]) list += (list.size() > 1 ? ", " : "") + std::to_string(i);
+  o.Key("mlp_only_layers", list + "]");
+  o.Key("decoder_sparse_step", 1);
+}
+
+}  // namespace
+
+std::string ModelToYaml(const ModelSpec& m, int indent) {
+  Out o(indent);
+  o.Key("model_type", m.model_type);
+  o.Key("dtype", DtypeName(m.dtype));
+  const std::string& t = m.model_type;
+  if (t == "gpt2") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("n_embd", m.hidden);
+    o.Key("n_layer", m.layers);
+    o.Key("n_head", m.heads);
+    o.Key("n_positions", m.max_positions);
+    o.Key("n_inner", m.intermediate);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+  } else if (t == "opt") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("ffn_dim", m.intermediate);
+    o.Key("num_hidden_layers", m.layers);
+    o.Key("num_attention_heads", m.heads);
+    o.Key("max_position_embeddings", m.max_positions);
+    o.Key("word_embed_proj_dim", m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    o.Bool("enable_bias", m.qkv_bias);
+    o.Bool("do_layer_norm_before", m.final_norm);
+  } else if (t == "bloom") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("n_layer", m.layers);
+    o.Key("n_head", m.heads);
+  } else {
+    Common(o, m);
+  }
+  if (t == "gpt_neox") o.Bool("use_parallel_residual", m.parallel_residual);
+  if (t == "mixtral") {
+    o.Key("num_local_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+  } else if (t == "qwen2_moe" || t == "qwen3_moe") {
+    o.Key("num_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Key("moe_intermediate_size", m.expert_intermediate);
+    MoeLayers(o, m);
+    if (t == "qwen2_moe") o.Key("shared_expert_intermediate_size", m.shared_intermediate);
+  } else if (t == "deepseek_v3") {
+    int64_t first_dense = 0;
+    while (first_dense < m.layers && !m.moe_layer[static_cast<size_t>(first_dense)]) ++first_dense;
+    o.Key("n_routed_experts", m.experts);
+    o.Key("n_shared_experts", m.shared_experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Key("moe_intermediate_size", m.expert_intermediate);
+    o.Key("q_lora_rank", m.q_lora_rank);
+    o.Key("kv_lora_rank", m.kv_lora_rank);
+    o.Key("qk_nope_head_dim", m.qk_nope_head_dim);
+    o.Key("qk_rope_head_dim", m.qk_rope_head_dim);
+    o.Key("v_head_dim", m.v_head_dim);
+    o.Key("first_k_dense_replace", first_dense);
+    o.Key("moe_layer_freq", 1);
+    o.Key("topk_method", m.router_bias ? "noaux_tc" : "greedy");
+    o.Key("num_nextn_predict_layers", m.mtp_layers);
+  }
+  if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);
+  return o.str();
+}
+
+}  // namespace shardplan

@@ -1,0 +1,106 @@
+#include "planner/io/workload_reader.h"
+
+namespace shardplan {
+namespace {
+
+Status ReadDtypeKey(const Document& doc, const YAML::Node& map, const char* key, Dtype* out) {
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> s, doc.String(map, key));
+  if (!s) return Status::Ok();
+  std::optional<Dtype> d = ParseDtype(*s);
+  if (!d) return doc.ErrorAt(map[key], std::string(key) + ": expected bf16, fp16, fp32, fp8, int8, int4 or nf4, got \"" + *s + "\"");
+  *out = *d;
+  return Status::Ok();
+}
+
+Status ReadLora(const Document& doc, const YAML::Node& node, LoraSpec& lora) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(node, "lora"));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"rank", "targets", "alpha"}));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> rank, doc.Int(node, "rank", 1, 65536));
+  if (rank) lora.rank = *rank;
+  YAML::Node targets = node["targets"];
+  if (targets.IsDefined()) {
+    if (!targets.IsSequence() || targets.size() == 0)
+      return doc.ErrorAt(targets, "targets: expected a list of module names like [q_proj, v_proj]");
+    lora.targets.clear();
+    for (const auto& t : targets) {
+      if (!t.IsScalar()) return doc.ErrorAt(t, "targets: expected a module name");
+      lora.targets.push_back(t.Scalar());
+    }
+  }
+  return Status::Ok();
+}
+
+Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec& inf) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
+                                          "gpu_memory_utilization"}));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> batch, doc.Int(node, "batch", 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> prompt, doc.Int(node, "prompt_len", 1, int64_t{1} << 26));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gen, doc.Int(node, "gen_len", 0, int64_t{1} << 26));
+  SP_ASSIGN_OR_RETURN(std::optional<double> util, doc.Number(node, "gpu_memory_utilization", 0.05, 1.0));
+  if (batch) inf.batch = *batch;
+  if (prompt) inf.prompt_len = *prompt;
+  if (gen) inf.gen_len = *gen;
+  if (util) inf.gpu_memory_utilization = *util;
+  SP_RETURN_IF_ERROR(ReadDtypeKey(doc, node, "weights", &inf.weights));
+  return ReadDtypeKey(doc, node, "kv_cache", &inf.kv_cache);
+}
+
+}  // namespace
+
+StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
+
+StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root) {
+  SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
+                                          "lora", "inference", "description"}));
+  Workload w;
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
+  if (name) w.name = *name;
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> task, doc.String(root, "task"));
+  if (task && !ParseTask(*task, &w.task))
+    return doc.ErrorAt(root["task"], "task: expected pretrain, finetune, lora, qlora or inference, got \"" + *task + "\"");
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, doc.Int(root, "seq_len", 1, int64_t{1} << 26));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
+  if (seq) w.seq_len = *seq;
+  if (gb) w.global_batch = *gb;
+  SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
+  if (opt && !ParseOptimizer(*opt, &w.optimizer))
+    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, sgd, sgd-momentum, adafactor or lion, got \"" + *opt + "\"");
+  if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
+  if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
+  if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
+  return w;
+}
+
+StatusOr<Workload> LoadWorkload(const std::string& ref) {
+  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("workloads", ref));
+  return ParseWorkload(doc);
+}
+
+}  // namespace shardplan
+
+namespace shardplan {
+
+std::string WorkloadToYaml(const Workload& w, int indent) {
+  const std::string p(static_cast<size_t>(indent), ' ');
+  std::string targets;
+  for (const std::string& t : w.lora.targets) targets += (targets.empty() ? "" : ", ") + t;
+  std::string out;
+  out += p + "name: " + w.name + "\n";
+  out += p + "task: " + std::string(TaskName(w.task)) + "\n";
+  out += p + "seq_len: " + std::to_string(w.seq_len) + "\n";
+  out += p + "global_batch: " + std::to_string(w.global_batch) + "\n";
+  out += p + "precision: " + std::string(DtypeName(w.precision)) + "\n";
+  out += p + "optimizer: " + std::string(OptimizerName(w.optimizer)) + "\n";
+  out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]}\n";
+  char util[32];
+  std::snprintf(util, sizeof util, "%.4g", w.inference.gpu_memory_utilization);
+  out += p + "inference: {batch: " + std::to_string(w.inference.batch) + ", prompt_len: " +
+         std::to_string(w.inference.prompt_len) + ", gen_len: " + std::to_string(w.inference.gen_len) +
+         ", weights: " + std::string(DtypeName(w.inference.weights)) + ", kv_cache: " +
+         std::string(DtypeName(w.inference.kv_cache)) + ", gpu_memory_utilization: " + util + "}\n";
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,294 @@
+#include "planner/layout.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <numeric>
+
+#include "planner/strings.h"
+
+namespace shardplan {
+namespace {
+
+struct KeyInfo {
+  const char* name;
+  LayoutKey bit;
+};
+
+constexpr KeyInfo kKeys[] = {
+    {"framework", kKeyFramework}, {"dp", kKeyDp}, {"tp", kKeyTp}, {"pp", kKeyPp}, {"vpp", kKeyVpp},
+    {"cp", kKeyCp}, {"ep", kKeyEp}, {"etp", kKeyEtp}, {"sp", kKeySp}, {"zero", kKeyZero},
+    {"shard_group", kKeyShardGroup}, {"ac", kKeyAc}, {"ac_layers", kKeyAcLayers},
+    {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
+    {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
+    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}};
+
+std::vector<std::string> KeyNames() {
+  std::vector<std::string> v;
+  for (const auto& k : kKeys) v.emplace_back(k.name);
+  return v;
+}
+
+Status Bad(const std::string& key, const std::string& expected, const std::string& got) {
+  return Status::BadInput("--layout " + key + ": expected " + expected + ", got \"" + got + "\"");
+}
+
+StatusOr<int> ParseCount(const std::string& key, const std::string& v, int min) {
+  int out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < min || out > (1 << 24))
+    return Bad(key, "an integer >= " + std::to_string(min), v);
+  return out;
+}
+
+StatusOr<bool> ParseSwitch(const std::string& key, const std::string& v) {
+  if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "false" || v == "0" || v == "no") return false;
+  return Bad(key, "on or off", v);
+}
+
+Status SetKey(Layout& l, const std::string& key, const std::string& v) {
+  if (key == "framework") {
+    static const std::map<std::string, Framework> f = {{"deepspeed", Framework::kDeepSpeed}, {"fsdp", Framework::kFsdp},
+                                                       {"megatron", Framework::kMegatron}, {"torchtitan", Framework::kTorchtitan}};
+    auto it = f.find(v);
+    if (it == f.end()) return Bad(key, "deepspeed, fsdp, megatron or torchtitan", v);
+    l.framework = it->second;
+  } else if (key == "ac") {
+    if (v == "none") l.ac = Recompute::kNone;
+    else if (v == "selective") l.ac = Recompute::kSelective;
+    else if (v == "full") l.ac = Recompute::kFull;
+    else return Bad(key, "none, selective or full", v);
+  } else if (key == "offload_optimizer" || key == "offload_params") {
+    Offload o;
+    if (v == "none") o = Offload::kNone;
+    else if (v == "cpu") o = Offload::kCpu;
+    else if (v == "nvme") o = Offload::kNvme;
+    else return Bad(key, "none, cpu or nvme", v);
+    (key == "offload_optimizer" ? l.offload_optimizer : l.offload_params) = o;
+  } else if (key == "sp" || key == "reshard") {
+    SP_ASSIGN_OR_RETURN(bool b, ParseSwitch(key, v));
+    (key == "sp" ? l.sp : l.reshard_after_forward) = b;
+  } else if (key == "weights" || key == "kv_cache") {
+    std::optional<Dtype> d = ParseDtype(v);
+    if (!d) return Bad(key, "bf16, fp16, fp8, int8, int4 or nf4", v);
+    (key == "weights" ? l.weights : l.kv_cache) = *d;
+  } else if (key == "stages") {
+    l.stages.clear();
+    for (const std::string& part : Split(v, '/')) {
+      SP_ASSIGN_OR_RETURN(int n, ParseCount(key, part, 1));
+      l.stages.push_back(n);
+    }
+  } else {
+    const int min = (key == "zero" || key == "shard_group" || key == "ac_layers" || key == "batch") ? 0 : 1;
+    SP_ASSIGN_OR_RETURN(int n, ParseCount(key, v, min));
+    if (key == "zero" && n > 3) return Bad(key, "0, 1, 2 or 3", v);
+    int* fields[] = {&l.dp, &l.tp, &l.pp, &l.vpp, &l.cp, &l.ep, &l.etp, &l.zero, &l.shard_group,
+                     &l.ac_layers, &l.mbs, &l.grad_accum, &l.batch};
+    const char* names[] = {"dp", "tp", "pp", "vpp", "cp", "ep", "etp", "zero", "shard_group",
+                           "ac_layers", "mbs", "grad_accum", "batch"};
+    for (size_t i = 0; i < std::size(names); ++i)
+      if (key == names[i]) *fields[i] = n;
+  }
+  return Status::Ok();
+}
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+Status Rule(const std::string& rule) { return Status::BadInput("layout breaks a rule: " + rule); }
+
+int DefaultZero(Framework f) {
+  switch (f) {
+    case Framework::kFsdp:
+    case Framework::kTorchtitan: return 3;   // FULL_SHARD / fully_shard
+    case Framework::kMegatron: return 1;     // --use-distributed-optimizer
+    case Framework::kDeepSpeed: return 1;
+  }
+  return 0;
+}
+
+Status CheckFramework(const ModelSpec& m, const Workload& w, const Layout& l) {
+  (void)m;
+  switch (l.framework) {
+    case Framework::kFsdp:
+      if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
+        return Rule("framework=fsdp (accelerate FSDP) is data-parallel only: tp, pp, cp and ep must be 1 "
+                    "(use torchtitan or megatron to combine FSDP with TP/PP/CP)");
+      if (l.zero == 1) return Rule("FSDP has no ZeRO-1 equivalent: zero=0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
+      break;
+    case Framework::kMegatron:
+      if (l.zero > 1) return Rule("Megatron shards optimizer states only (distributed optimizer): zero must be 0 or 1");
+      if (l.offload_params != Offload::kNone) return Rule("Megatron does not offload parameters");
+      break;
+    case Framework::kTorchtitan:
+      if (l.zero == 1 || l.zero == 2) return Rule("torchtitan uses FSDP2: zero must be 0 (replicate) or 3 (fully_shard)");
+      if (l.offload_optimizer == Offload::kNvme || l.offload_params == Offload::kNvme)
+        return Rule("torchtitan offloads to CPU only (no NVMe)");
+      break;
+    case Framework::kDeepSpeed:
+      if (l.pp > 1 && l.zero > 1) return Rule("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only, not " + Num(l.zero));
+      if (l.cp > 1) return Rule("cp > 1 needs megatron or torchtitan (DeepSpeed Ulysses is not modelled)");
+      break;
+  }
+  if (l.framework != Framework::kDeepSpeed &&
+      (l.offload_optimizer == Offload::kNvme || l.offload_params == Offload::kNvme))
+    return Rule("NVMe offload is DeepSpeed ZeRO-Infinity only");
+  if ((l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
+      (l.offload_optimizer != Offload::kNone) != (l.offload_params != Offload::kNone))
+    return Rule("FSDP's CPUOffloadPolicy moves parameters, gradients and optimizer states together: "
+                "set offload_optimizer and offload_params both to cpu or both to none");
+  (void)w;
+  return Status::Ok();
+}
+
+Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
+  if (l.tp > c.gpus_per_node)
+    return Rule("tp (" + Num(l.tp) + ") must fit inside one node (" + Num(c.gpus_per_node) + " GPUs)");
+  if (m.heads % l.tp != 0) return Rule("tp (" + Num(l.tp) + ") must divide the attention heads (" + Num(m.heads) + ")");
+  if (m.attention == AttentionKind::kGqa && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
+    return Rule("tp (" + Num(l.tp) + ") must divide the KV heads (" + Num(m.kv_heads) +
+                ") or be a multiple of them (KV heads are then replicated, as Megatron does)");
+  if (l.pp > m.layers) return Rule("pp (" + Num(l.pp) + ") exceeds the layers (" + Num(m.layers) + ")");
+  if (!l.stages.empty()) {
+    int64_t sum = std::accumulate(l.stages.begin(), l.stages.end(), int64_t{0});
+    if (static_cast<int>(l.stages.size()) != l.pp || sum != m.layers)
+      return Rule("stages must list pp (" + Num(l.pp) + ") counts adding up to the layers (" + Num(m.layers) + ")");
+  }
+  if (l.vpp > 1) {
+    if (l.pp < 2) return Rule("vpp > 1 (interleaved pipeline) needs pp > 1");
+    if (l.stages.empty() && m.layers % (l.pp * l.vpp) != 0)
+      return Rule("interleaving needs layers (" + Num(m.layers) + ") divisible by pp x vpp (" + Num(l.pp * l.vpp) + ")");
+  }
+  if (w.training() && l.cp > 1 && w.seq_len % (2 * l.cp) != 0)
+    return Rule("cp (" + Num(l.cp) + "): the sequence (" + Num(w.seq_len) + ") must split into 2 x cp chunks (load-balanced ring attention)");
+  if (!m.is_moe() && l.ep > 1) return Rule("ep > 1 needs a mixture-of-experts model");
+  if (m.is_moe() && m.experts % l.ep != 0)
+    return Rule("ep (" + Num(l.ep) + ") must divide the experts (" + Num(m.experts) + ")");
+  if (l.ep > 1 && (l.dp * l.cp * l.tp) % (l.ep * l.etp) != 0)
+    return Rule("ep x etp (" + Num(l.ep * l.etp) + ") must divide dp x cp x tp (" + Num(l.dp * l.cp * l.tp) + ")");
+  if (l.shard_group > 0 && l.dp % l.shard_group != 0)
+    return Rule("shard_group (" + Num(l.shard_group) + ") must divide dp (" + Num(l.dp) + ")");
+  if (l.offload_params != Offload::kNone && l.zero != 3)
+    return Rule("offload_params needs zero=3 (parameters must be partitioned to be offloaded)");
+  if (l.offload_optimizer != Offload::kNone && l.zero == 0 && l.framework == Framework::kDeepSpeed)
+    return Rule("offload_optimizer needs ZeRO stage 1 or higher");
+  if (l.ac_layers > 0 && l.ac != Recompute::kFull) return Rule("ac_layers applies to ac=full only");
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string_view FrameworkName(Framework f) {
+  switch (f) {
+    case Framework::kDeepSpeed: return "deepspeed";
+    case Framework::kFsdp: return "fsdp";
+    case Framework::kMegatron: return "megatron";
+    case Framework::kTorchtitan: return "torchtitan";
+  }
+  return "?";
+}
+
+std::string_view RecomputeName(Recompute r) {
+  return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
+}
+
+std::string_view OffloadName(Offload o) { return o == Offload::kNone ? "none" : o == Offload::kCpu ? "cpu" : "nvme"; }
+
+StatusOr<Layout> ParseLayout(std::string_view text) {
+  Layout l;
+  bool zero_set = false;
+  for (const std::string& raw : Split(text, ',')) {
+    std::string item = Trim(raw);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) return Status::BadInput("--layout: expected key=value, got \"" + item + "\"");
+    std::string key = Trim(item.substr(0, eq)), value = Trim(item.substr(eq + 1));
+    const KeyInfo* info = nullptr;
+    for (const auto& k : kKeys)
+      if (key == k.name) info = &k;
+    if (!info) {
+      std::string hint;
+      int best = 3;
+      for (const std::string& name : KeyNames()) {
+        // A tiny edit distance on short keys: "tpp" -> "tp".
+        size_t common = 0;
+        while (common < key.size() && common < name.size() && key[common] == name[common]) ++common;
+        int d = static_cast<int>(std::max(key.size(), name.size()) - common);
+        if (d < best) best = d, hint = name;
+      }
+      return Status::BadInput("--layout: unknown key '" + key + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
+                              " (keys: " + Join(KeyNames()) + ")");
+    }
+    SP_RETURN_IF_ERROR(SetKey(l, key, value));
+    l.fixed |= info->bit;
+    zero_set |= key == "zero";
+  }
+  if (!zero_set) l.zero = DefaultZero(l.framework);
+  return l;
+}
+
+std::string FormatLayout(const Layout& l) {
+  std::string s = "framework=" + std::string(FrameworkName(l.framework));
+  s += ",dp=" + Num(l.dp) + ",tp=" + Num(l.tp) + ",pp=" + Num(l.pp) + ",vpp=" + Num(l.vpp) + ",cp=" + Num(l.cp) +
+       ",ep=" + Num(l.ep) + ",etp=" + Num(l.etp) + ",sp=" + (l.sp ? "on" : "off") + ",zero=" + Num(l.zero) +
+       ",shard_group=" + Num(l.shard_group) + ",ac=" + std::string(RecomputeName(l.ac)) +
+       ",ac_layers=" + Num(l.ac_layers) + ",offload_optimizer=" + std::string(OffloadName(l.offload_optimizer)) +
+       ",offload_params=" + std::string(OffloadName(l.offload_params)) + ",mbs=" + Num(l.mbs) +
+       ",grad_accum=" + Num(l.grad_accum) + ",reshard=" + (l.reshard_after_forward ? "on" : "off") +
+       ",weights=" + std::string(DtypeName(l.weights)) + ",kv_cache=" + std::string(DtypeName(l.kv_cache)) +
+       ",batch=" + Num(l.batch);
+  if (!l.stages.empty()) {
+    std::vector<std::string> parts;
+    for (int n : l.stages) parts.push_back(Num(n));
+    s += ",stages=" + Join(parts, "/");
+  }
+  return s;
+}
+
+std::vector<int> StageLayers(const ModelSpec& m, const Layout& l) {
+  if (!l.stages.empty()) return l.stages;
+  std::vector<int> out(static_cast<size_t>(l.pp), static_cast<int>(m.layers / l.pp));
+  for (int64_t i = 0; i < m.layers % l.pp; ++i) ++out[static_cast<size_t>(i)];
+  return out;
+}
+
+StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
+  const int world = c.world_size();
+  const int model_parallel = l.tp * l.pp * l.cp;
+  if (!(l.fixed & kKeyDp)) {
+    if (world % model_parallel != 0)
+      return Rule("tp x pp x cp (" + Num(model_parallel) + ") must divide the GPUs (" + Num(world) + ")");
+    l.dp = world / model_parallel;
+  }
+  if (l.world() != world)
+    return Rule("dp x tp x pp x cp = " + Num(l.world()) + " must equal the GPUs used (" + Num(world) + ")");
+  if (l.tp == 1) l.sp = false;
+  if (!w.training()) {
+    l.zero = 0;
+    l.grad_accum = 1;
+    if (l.batch == 0) l.batch = static_cast<int>(std::max<int64_t>(1, (w.inference.batch + l.dp - 1) / l.dp));
+    if (!(l.fixed & kKeyWeights)) l.weights = w.inference.weights;
+    if (!(l.fixed & kKeyKvCache)) l.kv_cache = w.inference.kv_cache;
+  }
+  if (w.lora_like() && l.pp == 1 && l.tp == 1 && !(l.fixed & kKeyZero) && l.framework != Framework::kMegatron)
+    l.zero = l.dp > 1 ? l.zero : 0;
+  if (l.dp == 1 && !(l.fixed & kKeyZero) && l.offload_optimizer == Offload::kNone && l.offload_params == Offload::kNone)
+    l.zero = 0;  // nothing to shard over
+  SP_RETURN_IF_ERROR(CheckFramework(m, w, l));
+  SP_RETURN_IF_ERROR(CheckModelFit(m, w, l, c));
+  if (w.training()) {
+    const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
+    if (l.fixed & kKeyGradAccum) {
+      if (per_step * l.grad_accum != w.global_batch)
+        return Rule("global batch (" + Num(w.global_batch) + ") must equal mbs x grad_accum x dp (" + Num(l.mbs) +
+                    " x " + Num(l.grad_accum) + " x " + Num(l.dp) + ")");
+    } else {
+      if (w.global_batch % per_step != 0)
+        return Rule("global batch (" + Num(w.global_batch) + ") must be a multiple of mbs x dp (" + Num(per_step) + ")");
+      l.grad_accum = static_cast<int>(w.global_batch / per_step);
+    }
+  }
+  return l;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,80 @@
+// Layout: one point of the search space -- how a model is spread over the GPUs.
+// Parsed from `--layout key=value,...` (DESIGN.md); unset keys take defaults or are derived
+// by ResolveLayout, which also enforces the rules real frameworks enforce.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/dtype.h"
+#include "planner/model_spec.h"
+#include "planner/status.h"
+#include "planner/workload.h"
+#include "topology/cluster_spec.h"
+
+namespace shardplan {
+
+enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
+enum class Recompute { kNone, kSelective, kFull };
+enum class Offload { kNone, kCpu, kNvme };
+
+// Bits of Layout::fixed: which keys the user set (the search holds these).
+enum LayoutKey : uint32_t {
+  kKeyFramework = 1u << 0, kKeyDp = 1u << 1, kKeyTp = 1u << 2, kKeyPp = 1u << 3,
+  kKeyVpp = 1u << 4, kKeyCp = 1u << 5, kKeyEp = 1u << 6, kKeySp = 1u << 7,
+  kKeyZero = 1u << 8, kKeyShardGroup = 1u << 9, kKeyAc = 1u << 10,
+  kKeyOffloadOptimizer = 1u << 11, kKeyOffloadParams = 1u << 12, kKeyMbs = 1u << 13,
+  kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
+  kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
+  kKeyBatch = 1u << 21,
+};
+
+struct Layout {
+  Framework framework = Framework::kFsdp;
+  int dp = 1;                       // data-parallel degree (replicas x shards)
+  int tp = 1;                       // tensor parallel, inside a node
+  int pp = 1;                       // pipeline stages
+  int vpp = 1;                      // virtual stages per rank (interleaved 1F1B when > 1)
+  int cp = 1;                       // context parallel
+  int ep = 1;                       // expert parallel (carved out of dp x cp for experts)
+  int etp = 1;                      // expert tensor parallel (Megatron ETP; 1 = experts not TP-split)
+  bool sp = false;                  // sequence parallel (with tp > 1)
+  int zero = 0;                     // 0 none, 1 optimizer, 2 + gradients, 3 + parameters
+  int shard_group = 0;              // HSDP shard group / ZeRO++ hpZ size; 0 = all of dp
+  Recompute ac = Recompute::kNone;  // activation recomputation
+  int ac_layers = 0;                // layers per stage recomputed under kFull; 0 = all
+  Offload offload_optimizer = Offload::kNone;
+  Offload offload_params = Offload::kNone;
+  int mbs = 1;                      // micro-batch size, sequences per GPU per forward
+  int grad_accum = 1;               // micro-batches per optimizer step per DP rank
+  bool reshard_after_forward = true;  // FSDP2: free gathered params after forward
+  std::vector<int> stages;          // layers per pipeline stage; empty = balanced split
+  Dtype weights = Dtype::kBf16;     // inference weight format
+  Dtype kv_cache = Dtype::kBf16;    // inference KV cache format
+  int batch = 0;                    // inference: concurrent sequences per replica (0 = workload's)
+  uint32_t fixed = 0;               // LayoutKey bits the user set
+
+  int world() const { return dp * tp * pp * cp; }
+  // Size of the group that shards model states (ZeRO/FSDP); dp when no HSDP/hpZ group.
+  int shard_degree() const { return shard_group > 0 ? shard_group : dp; }
+};
+
+std::string_view FrameworkName(Framework f);
+std::string_view RecomputeName(Recompute r);
+std::string_view OffloadName(Offload o);
+
+// Parses "framework=deepspeed,tp=8,zero=1"; unknown keys get a did-you-mean suggestion.
+StatusOr<Layout> ParseLayout(std::string_view text);
+// Writes every key back as `key=value,...` (round-trips through ParseLayout).
+std::string FormatLayout(const Layout& l);
+
+// Fills derived keys (dp from the world size, grad_accum from the global batch, stages) and
+// checks the rules of the layout's framework; the error names the rule that broke.
+StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l);
+
+// Layers on each pipeline stage: `stages` when given, else Megatron's balanced split
+// (earlier stages take the remainder).
+std::vector<int> StageLayers(const ModelSpec& m, const Layout& l);
+
+}  // namespace shardplan

@@ -1,0 +1,191 @@
+// Assembles the memory terms per pipeline stage, takes the maximum over phases, and
+// rounds as the PyTorch caching allocator does (memory-model.md 7 gives the order).
+#include "planner/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "planner/memory_terms.h"
+#include "planner/units.h"
+
+namespace shardplan {
+namespace {
+
+int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora) {
+  // r x (in + out) per targeted projection (peft LoRA A and B).
+  const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
+  int64_t sum = 0;
+  for (const std::string& t : lora.targets) {
+    if (t == "q_proj") sum += h + q;
+    else if (t == "k_proj" || t == "v_proj") sum += h + kv;
+    else if (t == "o_proj") sum += q + h;
+    else if (t == "gate_proj" || t == "up_proj" || t == "down_proj") sum += h + f;
+    else if (t == "all-linear") sum += 2 * (h + q) + 2 * (h + kv) + 3 * (h + f);
+  }
+  return lora.rank * sum;
+}
+
+void ComputePeaks(StageMemory& s, double frag) {
+  s.allocated_peak = s.reserved_peak = s.device_peak = 0;
+  for (int p = 0; p < kPhaseCount; ++p) {
+    PhaseUsage u = UsageAt(s, static_cast<Phase>(p), frag);
+    if (u.device > s.device_peak) s.peak_phase = static_cast<Phase>(p);
+    s.allocated_peak = std::max(s.allocated_peak, u.allocated);
+    s.reserved_peak = std::max(s.reserved_peak, u.reserved);
+    s.device_peak = std::max(s.device_peak, u.device);
+  }
+}
+
+
+// Host RAM and NVMe per node: pinned offload buffers and checkpoint loading.
+void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& e) {
+  const Layout& l = ctx.l;
+  const int ranks = ctx.c.gpus_per_node;
+  const double local = static_cast<double>(s.dense_params) / DenseShardDegree(l) +
+                       static_cast<double>(s.expert_params) / ExpertShardDegree(l);
+  const double states = (4 + 4 + OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden)) * local;  // fp32 master, grads, optimizer
+  double host = 0, nvme = 0;
+  if (ctx.w.training()) {
+    if (l.offload_optimizer == Offload::kCpu) host += states * ranks;  // pinned, per rank (memory-model.md 7, host side)
+    if (l.offload_optimizer == Offload::kNvme) {
+      nvme += states * ranks;
+      host += 4.0 * std::min(local, 1e8) * 4 * ranks;  // optimizer swap buffers: buffer_count 4 x sub-group tiles
+    }
+    if (l.offload_params == Offload::kCpu) host += 2 * local * ranks + 5 * 1e8 * 2 * ranks;  // + buffer_count 5 x 1e8
+    if (l.offload_params == Offload::kNvme) {
+      nvme += 2 * local * ranks;
+      host += 5 * 1e8 * 2 * ranks;
+    }
+  }
+  const double total = static_cast<double>(CountParams(ctx.m).total);
+  // Loading: HF from_pretrained materialises the bf16 model once per node (rank 0 with
+  // cpu_ram_efficient_loading); Megatron/torchtitan read sharded distributed checkpoints.
+  const bool hf = l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed;
+  const double loading = hf ? 2 * total : 2 * total / ctx.c.nodes;
+  e.per_node_host_bytes = static_cast<int64_t>(std::max(host, loading));
+  e.per_node_nvme_bytes = static_cast<int64_t>(nvme);
+}
+
+}  // namespace
+
+std::string_view PhaseName(Phase p) {
+  switch (p) {
+    case Phase::kSetup: return "setup";
+    case Phase::kForward: return "forward";
+    case Phase::kLoss: return "loss";
+    case Phase::kBackward: return "backward";
+    case Phase::kStep: return "step";
+  }
+  return "?";
+}
+
+int64_t RoundAllocation(int64_t bytes) {
+  // CUDACachingAllocator.cpp: 512 B granularity; small pool (<= 1 MiB) in 2 MiB segments;
+  // 1-10 MiB requests take 20 MiB segments; larger round up to 2 MiB.
+  if (bytes <= 0) return 0;
+  const int64_t r512 = (bytes + 511) / 512 * 512;
+  if (r512 <= kMiB) return r512;
+  if (r512 < 10 * kMiB) return r512;
+  return (r512 + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+}
+
+double DefaultFragmentation(const Layout& l, const Workload& w) {
+  if (!w.training()) return 0.02;  // a few large, long-lived blocks
+  switch (l.framework) {
+    case Framework::kDeepSpeed: return 0.10;  // many bucket and partition sizes
+    case Framework::kFsdp: return 0.07;       // FSDP2 avoids recordStream (torchtitan docs/fsdp.md)
+    case Framework::kTorchtitan: return 0.05;
+    case Framework::kMegatron: return 0.05;   // contiguous param and grad buffers
+  }
+  return 0.08;
+}
+
+PhaseUsage UsageAt(const StageMemory& s, Phase p, double frag) {
+  PhaseUsage u;
+  int64_t rounded = 0, non_torch = 0;
+  for (const MemoryTerm& t : s.terms) {
+    if (p < t.first || p > t.last) continue;
+    if (t.pool == Pool::kNonTorch) {
+      non_torch += t.bytes;
+      continue;
+    }
+    u.allocated += t.bytes;
+    const int64_t each = t.bytes / std::max<int64_t>(1, t.tensors);
+    rounded += RoundAllocation(each) * t.tensors;
+  }
+  u.reserved = static_cast<int64_t>(static_cast<double>(rounded) * (1 + frag));
+  u.device = u.reserved + non_torch;
+  return u;
+}
+
+StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int>& stage_layers) {
+  const ModelSpec& m = ctx.m;
+  const Layout& l = ctx.l;
+  StageShape s;
+  s.stage = stage;
+  s.pp = l.pp;
+  s.first = stage == 0;
+  s.last = stage == l.pp - 1;
+  s.layers = stage_layers[static_cast<size_t>(stage)];
+  s.first_layer = std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
+  const int64_t adapter = ctx.w.lora_like() ? AdapterParamsPerLayer(m, ctx.w.lora) : 0;
+  for (int i = 0; i < s.layers; ++i) {
+    const int64_t layer = s.first_layer + i;
+    const int64_t experts = LayerExpertParams(m, layer);
+    const int64_t dense = (LayerParams(m, layer) - experts) / l.tp;
+    const int64_t exp = experts / (l.ep * l.etp);
+    s.dense_params += dense;
+    s.expert_params += exp;
+    s.layer_params = std::max(s.layer_params, dense + exp);
+    s.adapter_params += adapter / l.tp;
+  }
+  if (s.first) s.root_params += FirstStageExtraParams(m) / l.tp;
+  if (s.last) s.root_params += LastStageExtraParams(m) / l.tp;
+  // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
+  if (s.last && !s.first && m.tied_embeddings) s.root_params += m.vocab * m.hidden / l.tp;
+  s.dense_params += s.root_params;
+  if (ctx.w.training()) {
+    const int m_count = std::max(1, l.grad_accum);
+    s.micro_batches_in_flight = l.pp > 1 ? std::min(l.pp - stage, m_count) : 1;
+    if (l.vpp > 1) s.inflight_scale = 1.0 + static_cast<double>(l.pp - 1) / (l.pp * l.vpp);
+  }
+  return s;
+}
+
+MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
+                              const MemoryOptions& opt) {
+  MemoryContext ctx{m, w, l, c};
+  MemoryEstimate e;
+  e.inference = !w.training();
+  e.capacity_bytes = c.gpu.memory_bytes;
+  e.headroom_required_bytes = opt.headroom_bytes;
+  const double frag = opt.fragmentation >= 0 ? opt.fragmentation : DefaultFragmentation(l, w);
+  const std::vector<int> layers = StageLayers(m, l);
+  std::vector<StageShape> shapes;
+  for (int st = 0; st < l.pp; ++st) {
+    StageShape shape = ShapeStage(ctx, st, layers);
+    StageMemory sm;
+    sm.stage = st;
+    sm.layers = shape.layers;
+    AddOverheads(ctx, shape, sm.terms);
+    if (w.training()) {
+      AddModelStates(ctx, shape, sm.terms);
+      AddActivations(ctx, shape, sm.terms);
+    } else {
+      AddInference(ctx, shape, sm.terms);
+    }
+    ComputePeaks(sm, frag);
+    if (sm.device_peak > (e.stages.empty() ? -1 : e.fullest().device_peak)) e.fullest_stage = st;
+    e.stages.push_back(std::move(sm));
+    shapes.push_back(shape);
+  }
+  const StageMemory& full = e.fullest();
+  e.headroom_bytes = e.capacity_bytes - full.device_peak;
+  e.fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
+  if (e.inference) e.kv = BudgetInference(ctx, full, shapes[static_cast<size_t>(e.fullest_stage)]);
+  HostAndNvme(ctx, shapes[static_cast<size_t>(e.fullest_stage)], e);
+  return e;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,88 @@
+// MemoryModel: (ModelSpec, Workload, Layout, ClusterSpec) -> bytes per GPU by named term,
+// per pipeline stage, with each term's lifetime across the phases of a training step (or
+// of serving). The validator allocates exactly these terms (validate/manifest.h), so the
+// prediction and the rehearsal share one source of truth. Pure: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/layout.h"
+#include "planner/model_spec.h"
+#include "planner/workload.h"
+#include "topology/cluster_spec.h"
+
+namespace shardplan {
+
+// Phases of one iteration, in order. A term is live from the start of `first` to the end
+// of `last`. Inference uses kSetup (weights, KV cache) and kForward (prefill workspace).
+enum class Phase { kSetup = 0, kForward = 1, kLoss = 2, kBackward = 3, kStep = 4 };
+constexpr int kPhaseCount = 5;
+std::string_view PhaseName(Phase p);
+
+enum class Pool {
+  kTorch,    // through the PyTorch caching allocator (counts in max_memory_allocated)
+  kNonTorch, // outside it: CUDA context, NCCL buffers (nvidia-smi sees them, torch does not)
+};
+
+struct MemoryTerm {
+  std::string name;        // stable key used in JSON and by the validator ("parameters", ...)
+  int64_t bytes = 0;       // total bytes of the term on one GPU
+  int64_t tensors = 1;     // how many equal allocations make it up (for allocator rounding)
+  Phase first = Phase::kSetup;
+  Phase last = Phase::kStep;
+  Pool pool = Pool::kTorch;
+  std::string source;      // where the formula comes from, one line
+};
+
+struct StageMemory {
+  int stage = 0;
+  int layers = 0;
+  std::vector<MemoryTerm> terms;
+  int64_t allocated_peak = 0;  // max over phases of live torch bytes (max_memory_allocated)
+  int64_t reserved_peak = 0;   // allocated rounded as the caching allocator rounds, + fragmentation
+  int64_t device_peak = 0;     // reserved + non-torch terms (what nvidia-smi shows)
+  Phase peak_phase = Phase::kSetup;
+};
+
+struct InferenceMemory {
+  int64_t kv_bytes_per_token = 0;      // per GPU (after TP/PP split)
+  int64_t kv_bytes_per_token_model = 0;// whole model, one replica
+  int64_t max_kv_tokens = 0;           // tokens whose KV fits in the vLLM-style budget
+  int64_t max_concurrent_sequences = 0;// at the workload's context length
+};
+
+struct MemoryEstimate {
+  std::vector<StageMemory> stages;
+  int fullest_stage = 0;               // the stage whose device peak is largest
+  int64_t capacity_bytes = 0;
+  int64_t headroom_required_bytes = 0; // the --headroom margin
+  int64_t headroom_bytes = 0;          // capacity - device peak (may be negative)
+  bool fits = false;                   // device peak <= capacity - required headroom
+  int64_t per_node_host_bytes = 0;     // pinned offload buffers, fp32 states, loading
+  int64_t per_node_nvme_bytes = 0;
+  bool inference = false;
+  InferenceMemory kv;
+
+  const StageMemory& fullest() const { return stages[static_cast<size_t>(fullest_stage)]; }
+};
+
+struct MemoryOptions {
+  int64_t headroom_bytes = 2 * 1024LL * 1024 * 1024;  // default --headroom: 2 GiB kept free
+  double fragmentation = -1;                          // reserved/allocated - 1; <0 = per framework
+};
+
+MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l,
+                              const ClusterSpec& c, const MemoryOptions& opt = {});
+
+// The live torch bytes, reserved bytes and device bytes of `stage` at phase `p`.
+struct PhaseUsage {
+  int64_t allocated = 0, reserved = 0, device = 0;
+};
+PhaseUsage UsageAt(const StageMemory& s, Phase p, double fragmentation);
+
+// Rounds one allocation as the PyTorch caching allocator does (memory-model.md 4.4).
+int64_t RoundAllocation(int64_t bytes);
+
+}  // namespace shardplan

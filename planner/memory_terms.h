@@ -1,0 +1,62 @@
+// The parts of the memory model, one file each; memory_model.cc assembles them per stage.
+// Every function appends named terms (MemoryTerm) with their lifetimes.
+#pragma once
+
+#include <vector>
+
+#include "planner/memory_model.h"
+
+namespace shardplan {
+
+// What one GPU of one pipeline stage holds of the model, before ZeRO/FSDP sharding.
+struct StageShape {
+  int stage = 0;
+  int pp = 1;
+  int first_layer = 0;        // global index of the first layer on this stage
+  int layers = 0;             // layers on this stage (per rank, all virtual chunks together)
+  int64_t dense_params = 0;   // params on this GPU that every expert-less rank holds (after TP)
+  int64_t expert_params = 0;  // routed-expert params on this GPU (after EP x ETP)
+  int64_t layer_params = 0;   // largest layer's params on this GPU (an FSDP unit / gathered unit)
+  int64_t root_params = 0;    // embeddings + head on this GPU (FSDP root unit)
+  int64_t adapter_params = 0; // LoRA adapter params on this GPU
+  bool first = false, last = false;
+  int micro_batches_in_flight = 1;  // 1F1B: min(pp - stage, m); interleaved adds a fraction
+  double inflight_scale = 1.0;      // interleaving's (1 + (p-1)/(p*v)) on the first stage
+};
+
+struct MemoryContext {
+  const ModelSpec& m;
+  const Workload& w;
+  const Layout& l;
+  const ClusterSpec& c;
+};
+
+StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int>& stage_layers);
+
+// Parameters, gradients, master weights, optimizer states and their step temporaries,
+// gathered units and communication buckets (model_states.cc).
+void AddModelStates(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+// Saved activations, recomputation, logits and loss (activations.cc).
+void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+// CUDA context, NCCL communicators, cuBLAS workspaces (overheads.cc).
+void AddOverheads(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+// Inference: weights by format, KV cache, workspace (inference_memory.cc).
+void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& stage, const StageShape& s);
+
+// Activation bytes of one layer for one micro-batch on this GPU, by recomputation mode.
+int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute ac);
+// KV cache bytes per token on this GPU for the stage's layers.
+int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s);
+
+// Bytes per element of optimizer state for the optimizer (fp32 states unless 8-bit).
+double OptimizerStateBytes(Optimizer o, int64_t hidden);
+// Framework's fragmentation of reserved over allocated (memory-model.md 4.4: 5-15%).
+double DefaultFragmentation(const Layout& l, const Workload& w);
+
+// The group that shards dense model states (ZeRO/FSDP/distributed optimizer).
+int DenseShardDegree(const Layout& l);
+// The group that shards expert model states (expert data parallel).
+int ExpertShardDegree(const Layout& l);
+
+}  // namespace shardplan

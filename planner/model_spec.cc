@@ -1,0 +1,120 @@
+#include <algorithm>
+
+#include "planner/model_spec.h"
+
+namespace shardplan {
+namespace {
+
+int64_t NormParams(const ModelSpec& m, int64_t width) {
+  return m.norm == NormKind::kLayer ? 2 * width : width;  // LayerNorm has weight and bias
+}
+
+int64_t MlpParams(const ModelSpec& m, int64_t inner, bool bias) {
+  const int64_t h = m.hidden;
+  if (m.mlp == MlpKind::kGated) return 3 * h * inner + (bias ? 2 * inner + h : 0);  // gate, up, down
+  return 2 * h * inner + (bias ? inner + h : 0);                                    // fc1, fc2
+}
+
+bool IsMoeLayer(const ModelSpec& m, int64_t layer) {
+  return m.is_moe() && layer >= 0 && layer < static_cast<int64_t>(m.moe_layer.size()) &&
+         m.moe_layer[static_cast<size_t>(layer)];
+}
+
+int64_t RouterParams(const ModelSpec& m) { return m.experts * m.hidden + (m.router_bias ? m.experts : 0); }
+
+int64_t SharedExpertParams(const ModelSpec& m) {
+  if (m.shared_experts == 0) return 0;
+  return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + (m.shared_expert_gate ? m.hidden : 0);
+}
+
+int64_t EmbedWidth(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden; }
+
+}  // namespace
+
+int64_t ModelSpec::moe_layer_count() const {
+  return std::count(moe_layer.begin(), moe_layer.end(), true);
+}
+
+int64_t AttentionParams(const ModelSpec& m) {
+  const int64_t h = m.hidden, a = m.heads;
+  if (m.attention == AttentionKind::kMla) {
+    // ecosystem.md 4.2 "DeepSeek MLA attention": q_a/q_a_norm/q_b, kv_a_with_mqa, kv_a_norm, kv_b, o
+    const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+    int64_t q = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a * qk : h * a * qk;
+    int64_t kv = h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank +
+                 m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim);
+    int64_t o = a * m.v_head_dim * h;
+    int64_t bias = m.qkv_bias ? (m.q_lora_rank > 0 ? m.q_lora_rank : 0) + m.kv_lora_rank + m.qk_rope_head_dim : 0;
+    return q + kv + o + bias + (m.o_bias ? h : 0);
+  }
+  // ecosystem.md 4.2 "Attention (GQA)": h*a*d + 2*h*k*d + a*d*h
+  int64_t p = h * m.q_width() + 2 * h * m.kv_width() + m.q_width() * h;
+  if (m.qkv_bias) p += m.q_width() + 2 * m.kv_width();
+  if (m.o_bias) p += h;
+  if (m.qk_norm) p += 2 * m.head_dim;
+  return p;
+}
+
+int64_t LayerExpertParams(const ModelSpec& m, int64_t layer) {
+  if (!IsMoeLayer(m, layer)) return 0;
+  return m.experts * MlpParams(m, m.expert_intermediate, false);
+}
+
+int64_t LayerParams(const ModelSpec& m, int64_t layer) {
+  int64_t p = AttentionParams(m) + m.norms_per_layer * NormParams(m, m.hidden);
+  if (IsMoeLayer(m, layer)) {
+    p += LayerExpertParams(m, layer) + RouterParams(m) + SharedExpertParams(m);
+  } else {
+    p += MlpParams(m, m.intermediate, m.mlp_bias);
+  }
+  return p;
+}
+
+int64_t FirstStageExtraParams(const ModelSpec& m) {
+  ParamCounts c = CountParams(m);
+  return c.embedding + c.position;
+}
+
+int64_t LastStageExtraParams(const ModelSpec& m) {
+  return (m.final_norm ? NormParams(m, m.hidden) : 0) + CountParams(m).head;
+}
+
+int64_t LargestParam(const ModelSpec& m) {
+  int64_t largest = m.vocab * EmbedWidth(m);
+  largest = std::max(largest, m.hidden * std::max(m.q_width(), m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)));
+  const int64_t mlp_inner = std::max(m.intermediate, m.expert_intermediate);
+  largest = std::max(largest, m.hidden * mlp_inner);
+  return largest;
+}
+
+ParamCounts CountParams(const ModelSpec& m) {
+  ParamCounts c;
+  const int64_t h = m.hidden;
+  const int64_t ew = EmbedWidth(m);
+  c.embedding = m.vocab * ew;
+  if (ew != h) c.embedding += 2 * ew * h;  // OPT project_in and project_out (no bias)
+  if (m.embedding_norm) c.embedding += NormParams(m, h);
+  if (m.position == PositionKind::kLearned) c.position = (m.max_positions + m.position_offset) * h;
+  c.head = m.tied_embeddings ? 0 : m.vocab * ew;
+
+  int64_t active_experts = 0;
+  for (int64_t l = 0; l < m.layers; ++l) {
+    c.attention += AttentionParams(m);
+    c.norms += m.norms_per_layer * NormParams(m, h);
+    if (IsMoeLayer(m, l)) {
+      c.experts += LayerExpertParams(m, l);
+      c.router += RouterParams(m);
+      c.shared_experts += SharedExpertParams(m);
+      active_experts += m.experts_per_token * MlpParams(m, m.expert_intermediate, false);
+    } else {
+      c.mlp += MlpParams(m, m.intermediate, m.mlp_bias);
+    }
+  }
+  if (m.final_norm) c.norms += NormParams(m, h);
+  c.total = c.embedding + c.position + c.attention + c.mlp + c.experts + c.shared_experts + c.router +
+            c.norms + c.head;
+  c.active = c.total - c.experts + active_experts;
+  return c;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,109 @@
+// ModelSpec: the architecture of a decoder-only transformer, as much as memory and time
+// need. Built from a Hugging Face config.json (planner/model_reader.h) or by hand in tests.
+// All sizes are element counts; parameter counts come from the architecture alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "planner/dtype.h"
+
+namespace shardplan {
+
+enum class NormKind { kRms, kLayer };         // RMSNorm has a weight; LayerNorm weight + bias
+enum class MlpKind { kGated, kPlain };        // SwiGLU/GeGLU (3 matrices) or fc1/act/fc2 (2)
+enum class AttentionKind { kGqa, kMla };      // grouped-query (MHA/MQA included) or DeepSeek MLA
+enum class PositionKind { kRotary, kLearned, kAlibi };
+
+struct ModelSpec {
+  std::string name;                 // display name ("llama-3.1-70b" or the file stem)
+  std::string model_type;           // HF model_type ("llama", "deepseek_v3", ...)
+  std::string decoder_layer_class;  // e.g. "LlamaDecoderLayer", for FSDP auto-wrap
+  Dtype dtype = Dtype::kBf16;       // the checkpoint's dtype (HF dtype / torch_dtype)
+
+  int64_t vocab = 0;                // vocab_size: rows of the embedding and the LM head
+  int64_t hidden = 0;               // h
+  int64_t layers = 0;               // L, decoder blocks (MTP modules excluded)
+  int64_t heads = 0;                // a, query heads
+  int64_t kv_heads = 0;             // key/value heads (= heads for MHA)
+  int64_t head_dim = 0;             // d, per head (defaults to hidden / heads)
+  int64_t intermediate = 0;         // FFN size of dense layers
+  int64_t max_positions = 0;        // max_position_embeddings / n_positions
+  int64_t position_offset = 0;      // extra learned-position rows (OPT keeps 2)
+  int64_t word_embed_proj_dim = 0;  // OPT: embedding width when it differs from hidden (0 = hidden)
+
+  AttentionKind attention = AttentionKind::kGqa;
+  MlpKind mlp = MlpKind::kGated;
+  NormKind norm = NormKind::kRms;
+  PositionKind position = PositionKind::kRotary;
+  int norms_per_layer = 2;          // Gemma2/3: 4
+  bool final_norm = true;
+  bool embedding_norm = false;      // BLOOM: LayerNorm right after the embedding
+  bool tied_embeddings = false;
+  bool qkv_bias = false;            // bias on q, k, v projections
+  bool o_bias = false;              // bias on the attention output projection
+  bool mlp_bias = false;            // bias on every MLP matrix
+  bool qk_norm = false;             // per-head RMSNorm on q and k (Qwen3, Gemma3): 2*d params
+  bool parallel_residual = false;   // GPT-NeoX: attention and MLP read the same input
+  bool gelu = false;                // activation is GeLU-family (else SiLU/ReLU)
+  int64_t sliding_window = 0;       // tokens; 0 = full attention in every layer
+  int sliding_window_pattern = 0;   // every N-th layer is global (Gemma3: 6); 0 = all sliding
+
+  // Mixture of experts. experts == 0 means dense.
+  int64_t experts = 0;              // routed experts per MoE layer (E)
+  int64_t experts_per_token = 0;    // top-k
+  int64_t expert_intermediate = 0;  // FFN size of one routed expert
+  int64_t shared_experts = 0;       // always-active experts (DeepSeek n_shared_experts)
+  int64_t shared_intermediate = 0;  // FFN size of one shared expert
+  bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid gate Linear(h, 1) on the shared expert
+  bool router_bias = false;         // DeepSeek noaux_tc: e_score_correction_bias (E params)
+  std::vector<bool> moe_layer;      // per layer: true where the MLP is an MoE block
+
+  // Multi-head latent attention (DeepSeek-V2/V3). Used when attention == kMla.
+  int64_t q_lora_rank = 0;          // 0 = q projected directly from h
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  int64_t mtp_layers = 0;           // num_nextn_predict_layers: not counted in the totals
+
+  bool is_moe() const { return experts > 0; }
+  int64_t q_width() const { return heads * head_dim; }      // width of the Q projection output
+  int64_t kv_width() const { return kv_heads * head_dim; }  // width of K (and of V)
+  int64_t moe_layer_count() const;
+};
+
+// Parameters by part, all in elements. `total` adds them up; `active` counts top-k
+// routed experts in place of all of them (DESIGN.md "params_active").
+struct ParamCounts {
+  int64_t embedding = 0;      // token embedding (+ projections, + embedding norm)
+  int64_t position = 0;       // learned position embeddings
+  int64_t attention = 0;      // every attention block (projections, biases, q/k norms)
+  int64_t mlp = 0;            // dense MLPs
+  int64_t experts = 0;        // routed experts of every MoE layer
+  int64_t shared_experts = 0; // shared experts and their gates
+  int64_t router = 0;         // routers (and correction biases)
+  int64_t norms = 0;          // per-layer norms and the final norm
+  int64_t head = 0;           // LM head (0 when tied)
+  int64_t total = 0;
+  int64_t active = 0;
+};
+
+// Exact counts from the architecture (ecosystem.md 4.2 gives the formulas).
+ParamCounts CountParams(const ModelSpec& m);
+
+// One decoder layer's parameters (attention + MLP/MoE + its norms).
+int64_t LayerParams(const ModelSpec& m, int64_t layer);
+// The part of one layer that lives in routed experts (sharded by EP).
+int64_t LayerExpertParams(const ModelSpec& m, int64_t layer);
+// Attention parameters of one layer.
+int64_t AttentionParams(const ModelSpec& m);
+// Parameters outside the decoder layers that sit on the first stage (embeddings) and on
+// the last stage (final norm + head).
+int64_t FirstStageExtraParams(const ModelSpec& m);
+int64_t LastStageExtraParams(const ModelSpec& m);
+// The largest single weight matrix in elements (DeepSpeed's largest_layer_params).
+int64_t LargestParam(const ModelSpec& m);
+
+}  // namespace shardplan

@@ -1,0 +1,212 @@
+// Model states under each framework's sharding: what every GPU keeps for its parameters,
+// gradients, master weights and optimizer states, plus the working set of gathered
+// parameters, communication buckets and the optimizer step's temporaries.
+#include <algorithm>
+#include <cmath>
+
+#include "planner/memory_terms.h"
+
+namespace shardplan {
+namespace {
+
+// DeepSpeed defaults (deepspeed/runtime/zero/config.py, memory-model.md 1.4).
+constexpr int64_t kDsReduceBucket = 500'000'000;     // reduce_bucket_size, elements
+constexpr int64_t kDsPrefetchBucket = 50'000'000;    // stage3_prefetch_bucket_size
+constexpr int64_t kDsMaxLive = 1'000'000'000;        // stage3_max_live_parameters
+constexpr int64_t kDsSubGroup = 1'000'000'000;       // sub_group_size
+
+int64_t B(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
+
+void Add(std::vector<MemoryTerm>& out, const char* name, double bytes, Phase first, Phase last, const char* source,
+         int64_t tensors = 1) {
+  if (bytes <= 0) return;
+  out.push_back({name, B(bytes), std::max<int64_t>(1, tensors), first, last, Pool::kTorch, source});
+}
+
+struct States {
+  double params;    // elements on this GPU before sharding (dense + experts, each with its group)
+  double dense, experts;
+  int nd, ne;       // shard degrees
+  double Shard(bool sharded) const {  // elements this GPU keeps when states are sharded
+    return sharded ? dense / nd + experts / ne : dense + experts;
+  }
+};
+
+// Working-weight bytes per element (what the forward reads).
+double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
+bool MixedPrecision(const Workload& w) { return w.precision != Dtype::kFp32; }
+
+void AddOptimizer(const MemoryContext& ctx, double elements, bool offloaded, std::vector<MemoryTerm>& out,
+                  bool torch_foreach) {
+  if (offloaded) return;
+  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden);
+  Add(out, "optimizer_states", state * elements, Phase::kSetup, Phase::kStep,
+      "Adam m and v in fp32, 8 B/param (memory-model.md 1.2); 8-bit AdamW 2 B; SGD momentum 4 B");
+  if (torch_foreach && (ctx.w.optimizer == Optimizer::kAdamW || ctx.w.optimizer == Optimizer::kAdam))
+    Add(out, "optimizer_step_temp", 4 * elements, Phase::kStep, Phase::kStep,
+        "torch foreach AdamW: _foreach_sqrt(exp_avg_sq) allocates 4 B x local params (memory-model.md 4.6)");
+}
+
+void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
+  const Layout& l = ctx.l;
+  const double wb = WeightBytes(ctx.w);
+  const bool mixed = MixedPrecision(ctx.w);
+  const double sharded = st.Shard(true), full = st.params;
+  const bool opt_off = l.offload_optimizer != Offload::kNone;
+  const bool param_off = l.offload_params != Offload::kNone;
+  const int64_t bucket = std::min<int64_t>(kDsReduceBucket, static_cast<int64_t>(full));
+  if (l.zero <= 2) {
+    Add(out, "parameters", wb * full, Phase::kSetup, Phase::kStep, "bf16 params, full on every rank (bit16_groups_flat)");
+    double grads = l.zero == 2 ? wb * sharded : wb * full;
+    Add(out, "gradients", grads, Phase::kBackward, Phase::kStep,
+        l.zero == 2 ? "ZeRO-2 gradient partition (grads_in_partition), 2P/N" : "ZeRO-0/1: full bf16 grads until the reduce");
+    // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements (x2 with overlap_comm).
+    if (l.zero >= 1) Add(out, "reduce_bucket", wb * bucket, Phase::kBackward, Phase::kBackward, "DeepSpeed IPG bucket, reduce_bucket_size x 2 B");
+    const double master_elems = l.zero >= 1 ? sharded : full;
+    if (mixed && !opt_off)
+      Add(out, "master_weights", 4 * master_elems, Phase::kSetup, Phase::kStep, "fp32 master partition, 4P/N (stage_1_and_2.py)");
+    AddOptimizer(ctx, master_elems, opt_off, out, false);
+    if (!opt_off)
+      Add(out, "optimizer_step_temp", 4 * master_elems, Phase::kStep, Phase::kStep,
+          "fp32 gradient partition built at step(), 4P/N (single_grad_partition)");
+    else
+      Add(out, "offload_staging", 2.0 * static_cast<double>(LargestParam(ctx.m)) / l.tp * wb / 2, Phase::kBackward,
+          Phase::kStep, "temp_grad_buffer_for_gpu_offload: 2 x largest param (stage_1_and_2.py)");
+    return;
+  }
+  // ZeRO-3 (stage3.py, partition_parameters.py)
+  if (!param_off)
+    Add(out, "parameters", wb * sharded, Phase::kSetup, Phase::kStep, "ZeRO-3 bf16 parameter partition, 2P/N (ds_tensor)");
+  Add(out, "gradients", wb * sharded, Phase::kSetup, Phase::kStep, "ZeRO-3 grad partition buffer, 2P/N (grad_partitions_flat_buffer)");
+  if (mixed && !opt_off) Add(out, "master_weights", 4 * sharded, Phase::kSetup, Phase::kStep, "fp32 master partition, 4P/N");
+  AddOptimizer(ctx, sharded, opt_off, out, false);
+  if (!opt_off)
+    Add(out, "optimizer_step_temp", 4 * std::min<double>(sharded, kDsSubGroup), Phase::kStep, Phase::kStep,
+        "fp32 grad of one sub-group at step, 4 x min(P/N, sub_group_size) (stage3.py)");
+  const double unit = static_cast<double>(s.layer_params);
+  const double gathered = std::min<double>(2 * unit + kDsPrefetchBucket, kDsMaxLive);
+  Add(out, "gathered_params", wb * gathered, Phase::kForward, Phase::kBackward,
+      "live gathered params: current + prefetch bucket, capped by stage3_max_live_parameters");
+  Add(out, "reduce_bucket", wb * std::min<double>(kDsReduceBucket, full), Phase::kBackward, Phase::kBackward,
+      "ZeRO-3 IPG bucket, reduce_bucket_size x 2 B");
+  if (l.shard_group > 0 && l.shard_group < l.dp)
+    Add(out, "hpz_secondary_params", wb * full / l.shard_group, Phase::kSetup, Phase::kStep,
+        "ZeRO++ hpZ secondary partition, 2P/hpz (memory-model.md 1.3)");
+}
+
+void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
+  const Layout& l = ctx.l;
+  const double wb = WeightBytes(ctx.w);
+  const bool offload = l.offload_params != Offload::kNone;
+  const bool shard = l.zero >= 2;
+  const double local = st.Shard(shard);
+  if (!offload) {
+    // FSDP2: sharded params are fp32 DTensors and are the master copy (_fully_shard docs).
+    Add(out, "parameters", 4 * local, Phase::kSetup, Phase::kStep,
+        shard ? "FSDP2 fp32 sharded params, 4P/N (memory-model.md 3.1)" : "replicated fp32 params (NO_SHARD / DDP)");
+    Add(out, "gradients", 4 * st.Shard(l.zero == 3 || l.zero == 2), Phase::kBackward, Phase::kStep,
+        "fp32 sharded grads, 4P/N, alive from backward to zero_grad");
+    AddOptimizer(ctx, local, false, out, true);
+  }
+  const double unit = wb * static_cast<double>(s.layer_params);
+  if (l.zero == 0) {
+    if (MixedPrecision(ctx.w))
+      Add(out, "autocast_weight_cache", wb * st.params, Phase::kForward, Phase::kBackward,
+          "autocast caches a bf16 copy of every fp32 weight inside the forward region");
+    Add(out, "reduce_bucket", 4.0 * 25 * 1024 * 1024 / 4, Phase::kBackward, Phase::kBackward, "DDP bucket_cap_mb=25");
+    return;
+  }
+  Add(out, "gathered_units_forward", 3 * unit, Phase::kForward, Phase::kForward,
+      "all-gather output + copy-out of the current unit and the prefetched next (memory-model.md 3.2)");
+  Add(out, "gathered_units_backward", 3 * unit + 2 * unit, Phase::kBackward, Phase::kBackward,
+      "backward: unsharded params, prefetch, unsharded grads and fp32 reduce-scatter input, about 5 units");
+  // The root (embeddings, head) is not resharded after forward (reshard_after_forward None -> False).
+  Add(out, "root_unsharded_params", wb * static_cast<double>(s.root_params), Phase::kForward, Phase::kBackward,
+      "FSDP2 root module keeps its gathered params from forward to backward");
+  if (!l.reshard_after_forward || l.zero == 2)
+    Add(out, "unsharded_params_kept", wb * (st.params - static_cast<double>(s.root_params)), Phase::kForward,
+        Phase::kBackward, "reshard_after_forward=False / SHARD_GRAD_OP keeps 2P of bf16 params (memory-model.md 7.1)");
+  if (l.shard_group > 0 && l.shard_group < l.dp)
+    Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,
+        "HSDP: all-reduce of the reduce-scattered shard across replicas (bucketed)");
+}
+
+void MegatronStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
+  (void)s;
+  const Layout& l = ctx.l;
+  const double wb = WeightBytes(ctx.w);
+  const bool dist = l.zero >= 1;
+  Add(out, "parameters", wb * st.params, Phase::kSetup, Phase::kStep, "bf16 params, full (theoretical_memory_usage.py)");
+  Add(out, "gradients", 4 * st.params, Phase::kSetup, Phase::kStep, "fp32 main-grad buffer, 4 B/param, full (dist_optimizer.md)");
+  const double opt_elems = st.Shard(dist);
+  const bool off = l.offload_optimizer != Offload::kNone;
+  if (MixedPrecision(ctx.w) && !off)
+    Add(out, "master_weights", 4 * opt_elems, Phase::kSetup, Phase::kStep,
+        dist ? "fp32 main params sharded by the distributed optimizer, 4P/d" : "fp32 main params, 4P");
+  AddOptimizer(ctx, opt_elems, off, out, false);
+}
+
+void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
+  const Layout& l = ctx.l;
+  const bool qlora = ctx.w.task == Task::kQlora;
+  const bool shard = (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.zero >= 2 ||
+                     (l.framework == Framework::kDeepSpeed && l.zero == 3);
+  const double base = st.Shard(shard);
+  const double root = static_cast<double>(s.root_params) / (shard ? DenseShardDegree(l) : 1);
+  if (qlora) {
+    Add(out, "frozen_base_weights", QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + 2 * root, Phase::kSetup,
+        Phase::kStep, "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head bf16");
+    Add(out, "dequantized_weight", 2.0 * static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp,
+        Phase::kForward, Phase::kBackward, "bitsandbytes dequantizes one weight to bf16 per matmul");
+  } else {
+    Add(out, "frozen_base_weights", WeightBytes(ctx.w) * base, Phase::kSetup, Phase::kStep, "frozen bf16 base weights");
+  }
+  if (shard && !qlora)
+    Add(out, "gathered_units_forward", 3.0 * 2 * static_cast<double>(s.layer_params), Phase::kForward, Phase::kBackward,
+        "FSDP unit all-gather and prefetch of the frozen base");
+  const double a = static_cast<double>(s.adapter_params);
+  Add(out, "adapter_params", 4 * a, Phase::kSetup, Phase::kStep, "LoRA A/B in fp32 (peft autocast_adapter_dtype)");
+  Add(out, "adapter_gradients", 4 * a, Phase::kBackward, Phase::kStep, "fp32 adapter grads");
+  AddOptimizer(ctx, a, false, out, l.framework != Framework::kDeepSpeed);
+}
+
+}  // namespace
+
+double OptimizerStateBytes(Optimizer o, int64_t hidden) {
+  switch (o) {
+    case Optimizer::kAdamW:
+    case Optimizer::kAdam: return 8;        // m and v, fp32
+    case Optimizer::kAdamW8bit: return 2 + 2.0 * 4 / 2048;  // bnb: 2 x uint8 + fp32 absmax per 2048-block
+    case Optimizer::kSgd: return 0;
+    case Optimizer::kSgdMomentum: return 4;  // momentum buffer, fp32
+    case Optimizer::kLion: return 4;         // one momentum, fp32
+    case Optimizer::kAdafactor:              // factored second moment: (rows + cols) x 4 B per matrix
+      return 2.0 * 4 / static_cast<double>(std::max<int64_t>(hidden, 1));
+  }
+  return 8;
+}
+
+int DenseShardDegree(const Layout& l) {
+  if (l.framework == Framework::kMegatron) return l.dp * l.cp;  // distributed optimizer spans dp x cp
+  if (l.framework == Framework::kTorchtitan) return (l.shard_group > 0 ? l.shard_group : l.dp) * l.cp;
+  return l.shard_degree();
+}
+
+int ExpertShardDegree(const Layout& l) {
+  const int dense = DenseShardDegree(l);
+  return std::max(1, dense * l.tp / (l.ep * l.etp));  // expert data parallel = dp x cp x tp / (ep x etp)
+}
+
+void AddModelStates(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
+  States st{static_cast<double>(s.dense_params + s.expert_params), static_cast<double>(s.dense_params),
+            static_cast<double>(s.expert_params), DenseShardDegree(ctx.l), ExpertShardDegree(ctx.l)};
+  if (ctx.w.lora_like()) return LoraStates(ctx, s, st, out);
+  switch (ctx.l.framework) {
+    case Framework::kDeepSpeed: return DeepSpeedStates(ctx, s, st, out);
+    case Framework::kFsdp:
+    case Framework::kTorchtitan: return FsdpStates(ctx, s, st, out);
+    case Framework::kMegatron: return MegatronStates(ctx, s, st, out);
+  }
+}
+
+}  // namespace shardplan

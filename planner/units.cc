@@ -1,0 +1,113 @@
+#include "planner/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace shardplan {
+namespace {
+
+struct Split {
+  double number = 0;
+  std::string unit;
+};
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Splits "80 GiB" into 80 and "GiB"; the number must be finite and >= 0.
+StatusOr<Split> SplitQuantity(std::string_view text, const char* what) {
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  size_t start = i;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
+                             text[i] == 'e' || text[i] == 'E' || text[i] == '_' ||
+                             ((text[i] == '+' || text[i] == '-') && (i == start || text[i - 1] == 'e' || text[i - 1] == 'E')))) {
+    // Stop before a unit that starts with 'e'/'E' (none do) -- keeps "1e9 B" working.
+    ++i;
+  }
+  std::string number;
+  for (size_t k = start; k < i; ++k)
+    if (text[k] != '_') number.push_back(text[k]);
+  if (number.empty())
+    return Status::BadInput(std::string("expected ") + what + " like \"80 GiB\", got " + Quote(text));
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value))
+    return Status::BadInput(std::string("expected a number in ") + what + ", got " + Quote(text));
+  if (value < 0) return Status::BadInput(std::string(what) + " must not be negative, got " + Quote(text));
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  std::string unit(text.substr(i));
+  while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.back()))) unit.pop_back();
+  if (unit.empty())
+    return Status::BadInput(std::string(what) + " needs a unit, got the bare number " + Quote(text));
+  return Split{value, unit};
+}
+
+std::string ListUnits(const std::vector<std::pair<const char*, double>>& table) {
+  std::string out;
+  for (const auto& [name, _] : table) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+StatusOr<double> Scale(std::string_view text, const char* what,
+                       const std::vector<std::pair<const char*, double>>& table) {
+  SP_ASSIGN_OR_RETURN(Split s, SplitQuantity(text, what));
+  for (const auto& [name, factor] : table)
+    if (s.unit == name) return s.number * factor;
+  return Status::BadInput("unknown unit \"" + s.unit + "\" in " + what + " " + Quote(text) +
+                          "; expected one of " + ListUnits(table));
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseBytes(std::string_view text) {
+  static const std::vector<std::pair<const char*, double>> kUnits = {
+      {"B", 1},       {"kB", 1e3},   {"KB", 1e3},   {"MB", 1e6},   {"GB", 1e9},
+      {"TB", 1e12},   {"PB", 1e15},  {"KiB", 0x1p10}, {"MiB", 0x1p20}, {"GiB", 0x1p30},
+      {"TiB", 0x1p40}, {"PiB", 0x1p50}};
+  SP_ASSIGN_OR_RETURN(double bytes, Scale(text, "a size", kUnits));
+  if (bytes >= 0x1p63) return Status::BadInput("size " + Quote(text) + " is past the int64 range");
+  return static_cast<int64_t>(std::llround(bytes));
+}
+
+StatusOr<double> ParseBandwidth(std::string_view text) {
+  static const std::vector<std::pair<const char*, double>> kUnits = {
+      {"B/s", 1},         {"kB/s", 1e3},        {"KB/s", 1e3},        {"MB/s", 1e6},
+      {"GB/s", 1e9},      {"TB/s", 1e12},       {"KiB/s", 0x1p10},    {"MiB/s", 0x1p20},
+      {"GiB/s", 0x1p30},  {"TiB/s", 0x1p40},    {"b/s", 1.0 / 8},     {"kb/s", 1e3 / 8},
+      {"Kb/s", 1e3 / 8},  {"Mb/s", 1e6 / 8},    {"Gb/s", 1e9 / 8},    {"Tb/s", 1e12 / 8},
+      {"Gbps", 1e9 / 8},  {"Mbps", 1e6 / 8},    {"GBps", 1e9}};
+  return Scale(text, "a bandwidth", kUnits);
+}
+
+StatusOr<double> ParseDuration(std::string_view text) {
+  static const std::vector<std::pair<const char*, double>> kUnits = {
+      {"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"min", 60}};
+  return Scale(text, "a duration", kUnits);
+}
+
+std::string FormatBytes(int64_t bytes) {
+  char buf[64];
+  double b = static_cast<double>(bytes);
+  double mag = std::fabs(b);
+  if (mag >= 0x1p40) std::snprintf(buf, sizeof buf, "%.2f TiB", b / 0x1p40);
+  else if (mag >= 0x1p30) std::snprintf(buf, sizeof buf, "%.2f GiB", b / 0x1p30);
+  else if (mag >= 0x1p20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 0x1p20);
+  else if (mag >= 0x1p10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 0x1p10);
+  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  return buf;
+}
+
+std::string FormatBandwidth(double bps) {
+  char buf[64];
+  if (bps >= 1e12) std::snprintf(buf, sizeof buf, "%.3g TB/s", bps / 1e12);
+  else if (bps >= 1e9) std::snprintf(buf, sizeof buf, "%.4g GB/s", bps / 1e9);
+  else std::snprintf(buf, sizeof buf, "%.4g MB/s", bps / 1e6);
+  return buf;
+}
+
+}  // namespace shardplan

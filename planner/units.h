@@ -1,0 +1,32 @@
+// Quantities with units, as written in cluster YAML: "80 GiB", "900 GB/s",
+// "400 Gb/s", "5 us". A bare number where a unit is needed is an error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "planner/status.h"
+
+namespace shardplan {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+constexpr int64_t kGiB = 1024 * kMiB;
+constexpr int64_t kTiB = 1024 * kGiB;
+
+// "80 GiB", "80GB", "1.5 TB", "512 B" -> bytes (SI for kB/MB/GB/TB, binary for KiB..TiB).
+StatusOr<int64_t> ParseBytes(std::string_view text);
+// "900 GB/s", "400 Gb/s" (bits), "64 GiB/s" -> bytes per second.
+StatusOr<double> ParseBandwidth(std::string_view text);
+// "5 us", "1.2 ms", "2 s", "300 ns" -> seconds.
+StatusOr<double> ParseDuration(std::string_view text);
+
+// 12.34 GiB, 512.0 MiB, ... (binary units, two decimals); for tables.
+std::string FormatBytes(int64_t bytes);
+// "450 GB/s" style, SI.
+std::string FormatBandwidth(double bytes_per_s);
+// bytes / 2^30 as a double, for JSON-free tables and tests.
+inline double ToGiB(int64_t bytes) { return static_cast<double>(bytes) / kGiB; }
+
+}  // namespace shardplan

@@ -1,0 +1,197 @@
+// Exact parameter counts. Published totals: ecosystem.md 4.3 (model cards / safetensors
+// metadata); odd dimensions are computed here from first principles, module by module.
+#include <gtest/gtest.h>
+
+#include "planner/io/model_reader.h"
+
+namespace shardplan {
+namespace {
+
+struct Published {
+  const char* name;
+  int64_t total;
+  int64_t active;  // 0: dense (active == total); Mixtral-8x22B "39B active", Qwen3 "A3B"/"A22B"
+                   // (model cards: 3.3B and 22B activated)
+};
+
+class BuiltinTotals : public ::testing::TestWithParam<Published> {};
+
+TEST_P(BuiltinTotals, MatchesPublishedTotal) {
+  const Published& p = GetParam();
+  auto m = LoadModel(p.name);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ParamCounts c = CountParams(*m);
+  EXPECT_EQ(c.total, p.total) << p.name;
+  EXPECT_EQ(c.active, p.active ? p.active : p.total) << p.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ecosystem43, BuiltinTotals,
+    ::testing::Values(Published{"llama-2-7b", 6'738'415'616, 0}, Published{"llama-2-13b", 13'015'864'320, 0},
+                      Published{"llama-2-70b", 68'976'648'192, 0}, Published{"llama-3.1-8b", 8'030'261'248, 0},
+                      Published{"llama-3.1-70b", 70'553'706'496, 0}, Published{"llama-3.1-405b", 405'853'388'800, 0},
+                      Published{"mistral-7b", 7'241'732'096, 0},
+                      Published{"mixtral-8x7b", 46'702'792'704, 12'879'925'248},
+                      Published{"mixtral-8x22b", 140'620'634'112, 39'152'031'744},
+                      Published{"qwen2.5-7b", 7'615'616'512, 0}, Published{"qwen2.5-72b", 72'706'203'648, 0},
+                      Published{"qwen3-8b", 8'190'735'360, 0}, Published{"qwen3-30b-a3b", 30'532'122'624, 3'353'032'704},
+                      Published{"qwen3-235b-a22b", 235'093'634'560, 22'190'763'520}, Published{"gemma-2-9b", 9'241'705'984, 0},
+                      Published{"gemma-2-27b", 27'227'128'320, 0},
+                      Published{"deepseek-v3", 671'026'419'200, 37'552'297'472},
+                      Published{"gpt2", 124'439'808, 0}),
+    [](const auto& info) {
+      std::string n = info.param.name;
+      for (char& ch : n)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+// MoE models whose active count the table leaves out: check it from its definition.
+TEST(ActiveParams, MixtralTopKReplacesAllExperts) {
+  auto m = LoadModel("mixtral-8x22b");
+  ASSERT_TRUE(m.ok());
+  ParamCounts c = CountParams(*m);
+  const int64_t per_expert = 3 * 6144LL * 16384;
+  EXPECT_EQ(c.experts, 56 * 8 * per_expert);
+  EXPECT_EQ(c.active, c.total - 56 * 6 * per_expert);  // 8 experts -> top-2
+}
+
+StatusOr<ModelSpec> FromJson(const std::string& json) {
+  auto doc = Document::Parse("test.json", json);
+  if (!doc.ok()) return doc.status();
+  return ParseModel(*doc, "test");
+}
+
+// A llama with dimensions no real model has: h=1000, 10 heads of 100, 2 KV heads,
+// FFN 3001, 3 layers, vocab 777, untied, attention and MLP biases.
+TEST(OddDimensions, LlamaFromFirstPrinciples) {
+  auto m = FromJson(R"({"model_type":"llama","hidden_size":1000,"intermediate_size":3001,"num_hidden_layers":3,
+    "num_attention_heads":10,"num_key_value_heads":2,"vocab_size":777,"attention_bias":true,"mlp_bias":true})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 1000, d = 100, q = 10 * d, kv = 2 * d, f = 3001, V = 777;
+  const int64_t attn = (h * q + q) + 2 * (h * kv + kv) + (q * h + h);  // q, k, v, o with biases
+  const int64_t mlp = 2 * (h * f + f) + (f * h + h);                   // gate, up, down with biases
+  const int64_t layer = attn + mlp + 2 * h;                             // + two RMSNorms
+  const int64_t expected = 3 * layer + h + 2 * V * h;                   // + final norm, embed, head
+  ParamCounts c = CountParams(*m);
+  EXPECT_EQ(c.total, expected);
+  EXPECT_EQ(c.attention, 3 * attn);
+  EXPECT_EQ(c.mlp, 3 * mlp);
+  EXPECT_EQ(c.head, V * h);
+}
+
+// Qwen2-MoE style with a shared expert and gate, one dense layer via mlp_only_layers and
+// decoder_sparse_step 2: layers 1 and 3 are MoE, layers 0 and 2 dense.
+TEST(OddDimensions, Qwen2MoeSparseStepAndSharedExpert) {
+  auto m = FromJson(R"({"model_type":"qwen2_moe","hidden_size":96,"intermediate_size":200,"num_hidden_layers":4,
+    "num_attention_heads":6,"num_key_value_heads":3,"vocab_size":50,"num_experts":5,"num_experts_per_tok":2,
+    "moe_intermediate_size":40,"shared_expert_intermediate_size":70,"decoder_sparse_step":2,"mlp_only_layers":[]})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 96, d = 16, q = 6 * d, kv = 3 * d;
+  const int64_t attn = h * q + 2 * h * kv + q * h + q + 2 * kv;  // qkv bias, no o bias
+  const int64_t dense = 3 * h * 200;
+  const int64_t moe = 5 * 3 * h * 40 + 5 * h + 3 * h * 70 + h;   // experts, router, shared, shared gate
+  const int64_t expected = 4 * (attn + 2 * h) + 2 * dense + 2 * moe + h + 2 * 50 * h;
+  ParamCounts c = CountParams(*m);
+  EXPECT_EQ(c.total, expected);
+  EXPECT_EQ(m->moe_layer_count(), 2);
+  EXPECT_EQ(c.active, expected - 2 * (3 * 3 * h * 40));  // 5 experts -> top-2 in two layers
+}
+
+// DeepSeek-V3 MLA with a small shape and no q LoRA.
+TEST(OddDimensions, DeepseekMlaWithoutQLora) {
+  auto m = FromJson(R"({"model_type":"deepseek_v3","hidden_size":64,"intermediate_size":128,"num_hidden_layers":3,
+    "num_attention_heads":4,"vocab_size":100,"q_lora_rank":null,"kv_lora_rank":16,"qk_nope_head_dim":8,
+    "qk_rope_head_dim":4,"v_head_dim":8,"n_routed_experts":6,"n_shared_experts":2,"num_experts_per_tok":2,
+    "moe_intermediate_size":12,"first_k_dense_replace":1,"topk_method":"noaux_tc"})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 64, a = 4;
+  const int64_t attn = h * a * 12 + h * (16 + 4) + 16 + 16 * a * (8 + 8) + a * 8 * h;
+  const int64_t dense = attn + 3 * h * 128 + 2 * h;
+  const int64_t moe = attn + (6 + 2) * 3 * h * 12 + 6 * h + 6 + 2 * h;
+  EXPECT_EQ(CountParams(*m).total, dense + 2 * moe + h + 2 * 100 * h);
+}
+
+// GPT-2 with n_inner given: V*h + n_pos*h + L*(4h^2+4h + 2hi+i+h + 4h) + 2h, tied.
+TEST(OddDimensions, Gpt2WithInner) {
+  auto m = FromJson(R"({"model_type":"gpt2","n_embd":120,"n_layer":2,"n_head":3,"n_positions":64,"n_inner":500,"vocab_size":99})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 120, i = 500;
+  const int64_t layer = (3 * h * h + 3 * h) + (h * h + h) + 4 * h + (h * i + i) + (i * h + h);
+  EXPECT_EQ(CountParams(*m).total, 99 * h + 64 * h + 2 * layer + 2 * h);
+}
+
+// OPT-350m: word_embed_proj_dim 512 != hidden 1024, post-norm (no final norm), 2 position
+// offset rows. 331,196,416 on its model card / safetensors.
+TEST(Families, Opt350m) {
+  auto m = FromJson(R"({"model_type":"opt","hidden_size":1024,"ffn_dim":4096,"num_hidden_layers":24,
+    "num_attention_heads":16,"vocab_size":50272,"max_position_embeddings":2048,"word_embed_proj_dim":512,
+    "do_layer_norm_before":false})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 331'196'416);
+}
+
+// BLOOM-560m: 559,214,592 (model card).
+TEST(Families, Bloom560m) {
+  auto m = FromJson(R"({"model_type":"bloom","hidden_size":1024,"n_layer":24,"n_head":16,"vocab_size":250880})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 559'214'592);
+}
+
+// GPT-NeoX-20B and Pythia-6.9B (ecosystem.md 4.3).
+TEST(Families, GptNeox) {
+  auto neox = FromJson(R"({"model_type":"gpt_neox","hidden_size":6144,"num_hidden_layers":44,"num_attention_heads":64,
+    "intermediate_size":24576,"vocab_size":50432})");
+  ASSERT_TRUE(neox.ok()) << neox.status().message();
+  EXPECT_EQ(CountParams(*neox).total, 20'554'567'680);
+  auto pythia = FromJson(R"({"model_type":"gpt_neox","hidden_size":4096,"num_hidden_layers":32,"num_attention_heads":32,
+    "intermediate_size":16384,"vocab_size":50432})");
+  ASSERT_TRUE(pythia.ok());
+  EXPECT_EQ(CountParams(*pythia).total, 6'857'302'016);
+}
+
+// Gemma 3 nests its text tower; HF writes it sparsely, so class defaults fill it.
+// Gemma-3-12B text tower: 11,766,034,176 (ecosystem.md 4.3).
+TEST(Families, Gemma3NestedTextConfig) {
+  auto m = FromJson(R"({"model_type":"gemma3","torch_dtype":"bfloat16","text_config":{"model_type":"gemma3_text",
+    "hidden_size":3840,"intermediate_size":15360,"num_hidden_layers":48,"num_attention_heads":16,
+    "num_key_value_heads":8,"sliding_window":1024},"vision_config":{"hidden_size":1152}})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 11'766'034'176);
+  EXPECT_EQ(m->head_dim, 256);
+  EXPECT_EQ(m->dtype, Dtype::kBf16);
+}
+
+// Gemma-3-1B is text-only (gemma3_text, vocab 262144): 999,885,952.
+TEST(Families, Gemma3Text1b) {
+  auto m = FromJson(R"({"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,"num_hidden_layers":26,
+    "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"dtype":"bfloat16"})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 999'885'952);
+}
+
+// Llama-3.2-1B (tied, head_dim 64): 1,235,814,400.
+TEST(Families, TiedLlama) {
+  auto m = FromJson(R"({"model_type":"llama","hidden_size":2048,"intermediate_size":8192,"num_hidden_layers":16,
+    "num_attention_heads":32,"num_key_value_heads":8,"head_dim":64,"vocab_size":128256,"tie_word_embeddings":true})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 1'235'814'400);
+}
+
+// Qwen1.5-MoE-A2.7B from qwen2_moe defaults alone: 14,315,784,192.
+TEST(Families, Qwen2MoeDefaults) {
+  auto m = FromJson(R"({"model_type":"qwen2_moe"})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 14'315'784'192);
+}
+
+TEST(Dtype, AcceptsDtypeAndTorchDtype) {
+  auto a = FromJson(R"({"model_type":"llama","dtype":"float16"})");
+  auto b = FromJson(R"({"model_type":"llama","torch_dtype":"float32"})");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->dtype, Dtype::kFp16);
+  EXPECT_EQ(b->dtype, Dtype::kFp32);
+}
+
+}  // namespace
+}  // namespace shardplan

@@ -1,0 +1,117 @@
+#include "topology/cluster_reader.h"
+
+#include <cstdio>
+
+#include "planner/units.h"
+#include "topology/gpu_catalog.h"
+
+namespace shardplan {
+namespace {
+
+Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, bool inter, LinkSpec& link) {
+  if (!node.IsDefined()) return Status::Ok();
+  SP_RETURN_IF_ERROR(doc.ExpectMap(node, what));
+  std::vector<std::string> keys = {"fabric", "bandwidth", "latency"};
+  if (inter) keys.push_back("nics_per_node");
+  SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> fabric, doc.String(node, "fabric"));
+  SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(node, "bandwidth"));
+  SP_ASSIGN_OR_RETURN(std::optional<double> lat, doc.Duration(node, "latency"));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> nics, doc.Int(node, "nics_per_node", 0, 64));
+  if (fabric) link.fabric = *fabric;
+  if (bw) link.bandwidth = *bw;
+  if (lat) link.latency_s = *lat;
+  if (nics) link.nics_per_node = static_cast<int>(*nics);
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ClusterSpec> ParseCluster(const Document& doc) { return ParseClusterNode(doc, doc.root()); }
+
+StatusOr<ClusterSpec> ParseClusterNode(const Document& doc, const YAML::Node& root) {
+  SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
+                                          "host", "nvme", "source"}));
+  ClusterSpec c;
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
+  c.name = name.value_or("cluster");
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "nodes", 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gpn, doc.Int(root, "gpus_per_node", 1, 1024));
+  c.nodes = static_cast<int>(nodes.value_or(1));
+  if (!gpn) return doc.ErrorAt(root, "gpus_per_node: missing; expected a positive integer");
+  c.gpus_per_node = static_cast<int>(*gpn);
+  YAML::Node gpu = root["gpu"];
+  if (!gpu.IsDefined()) return doc.ErrorAt(root, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
+  if (gpu.IsScalar()) {
+    auto g = CatalogGpu(gpu.Scalar());
+    if (!g.ok()) return doc.ErrorAt(gpu, "gpu: " + g.status().message());
+    c.gpu = *g;
+  } else {
+    SP_ASSIGN_OR_RETURN(c.gpu, ParseGpu(doc, gpu, "custom", true));
+  }
+  c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
+  if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
+  c.inter_node = {"infiniband", 400e9 / 8, 5e-6, c.gpus_per_node};
+  SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
+  SP_RETURN_IF_ERROR(ReadLink(doc, root["inter_node"], "inter_node", true, c.inter_node));
+  c.pcie_bandwidth = 25e9;
+  if (YAML::Node host = root["host"]; host.IsDefined()) {
+    SP_RETURN_IF_ERROR(doc.ExpectMap(host, "host"));
+    SP_RETURN_IF_ERROR(doc.CheckKeys(host, {"memory", "pcie_bandwidth"}));
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> mem, doc.Bytes(host, "memory"));
+    SP_ASSIGN_OR_RETURN(std::optional<double> pcie, doc.Bandwidth(host, "pcie_bandwidth"));
+    if (mem) c.host_memory_bytes = *mem;
+    if (pcie) c.pcie_bandwidth = *pcie;
+  }
+  if (YAML::Node nvme = root["nvme"]; nvme.IsDefined()) {
+    SP_RETURN_IF_ERROR(doc.ExpectMap(nvme, "nvme"));
+    SP_RETURN_IF_ERROR(doc.CheckKeys(nvme, {"capacity", "bandwidth"}));
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> cap, doc.Bytes(nvme, "capacity"));
+    SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(nvme, "bandwidth"));
+    if (cap) c.nvme_bytes = *cap;
+    if (bw) c.nvme_bandwidth = *bw;
+  }
+  return c;
+}
+
+StatusOr<ClusterSpec> LoadCluster(const std::string& ref) {
+  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("clusters", ref));
+  return ParseCluster(doc);
+}
+
+std::string DescribeCluster(const ClusterSpec& c) {
+  char buf[2048];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "cluster      %s\n", c.name.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "GPUs         %d = %d node(s) x %d  %s (%s)\n", c.world_size(), c.nodes,
+                c.gpus_per_node, c.gpu.display_name.c_str(), c.gpu.name.c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "GPU memory   %s each, %s in all\n", FormatBytes(c.gpu.memory_bytes).c_str(),
+                FormatBytes(c.gpu.memory_bytes * c.world_size()).c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "GPU compute  %.1f TFLOP/s bf16 dense, %s memory bandwidth\n", c.gpu.bf16_flops / 1e12,
+                FormatBandwidth(c.gpu.memory_bandwidth).c_str());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "intra-node   %s, %s per GPU per direction, %.1f us\n", c.intra_node.fabric.c_str(),
+                FormatBandwidth(c.intra_node.bandwidth).c_str(), c.intra_node.latency_s * 1e6);
+  out += buf;
+  if (c.nodes > 1 || c.inter_node.nics_per_node > 0) {
+    std::snprintf(buf, sizeof buf, "inter-node   %s, %d NIC(s) x %s per node = %s per GPU, %.1f us\n",
+                  c.inter_node.fabric.c_str(), c.inter_node.nics_per_node,
+                  FormatBandwidth(c.inter_node.bandwidth).c_str(),
+                  FormatBandwidth(c.inter_node_bandwidth_per_gpu()).c_str(), c.inter_node.latency_s * 1e6);
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "host         %s RAM per node, PCIe %s per GPU\n", FormatBytes(c.host_memory_bytes).c_str(),
+                FormatBandwidth(c.pcie_bandwidth).c_str());
+  out += buf;
+  if (c.nvme_bytes > 0) {
+    std::snprintf(buf, sizeof buf, "nvme         %s per node at %s\n", FormatBytes(c.nvme_bytes).c_str(),
+                  FormatBandwidth(c.nvme_bandwidth).c_str());
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace shardplan

@@ -1,0 +1,51 @@
+// ClusterSpec: the machines a plan runs on. Plain structs; every quantity carries its unit
+// in its name. Read from YAML by topology/cluster_reader.h or discovered by
+// topology/discover.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace shardplan {
+
+struct GpuSpec {
+  std::string name;                  // catalog key, e.g. "h100-sxm-80gb"
+  std::string display_name;          // as the driver names it, e.g. "NVIDIA H100 80GB HBM3"
+  int64_t memory_bytes = 0;          // total memory as the driver reports it (nvidia-smi MiB)
+  double bf16_flops = 0;             // dense tensor-core peak, FLOP/s
+  double fp16_flops = 0;             // dense, FP32 accumulate
+  double fp8_flops = 0;              // dense; 0 when the GPU has no FP8
+  double fp32_flops = 0;             // non-tensor FP32 (used for fp32 training without TF32)
+  double memory_bandwidth = 0;       // bytes/s
+  double nvlink_bandwidth = 0;       // bytes/s per GPU, one direction; 0 = no NVLink
+  int compute_capability = 0;        // 90 for sm_90
+};
+
+struct LinkSpec {
+  std::string fabric;                // "nvlink", "pcie", "infiniband", "ethernet", "none"
+  double bandwidth = 0;              // bytes/s, one direction: per GPU (intra) or per NIC (inter)
+  double latency_s = 0;              // per message
+  int nics_per_node = 0;             // inter-node only
+};
+
+struct ClusterSpec {
+  std::string name;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  GpuSpec gpu;
+  LinkSpec intra_node;               // GPU to GPU inside a node
+  LinkSpec inter_node;               // node to node
+  int64_t host_memory_bytes = 0;     // per node
+  double pcie_bandwidth = 0;         // bytes/s host<->GPU per GPU, one direction
+  int64_t nvme_bytes = 0;            // per node; 0 = none
+  double nvme_bandwidth = 0;         // bytes/s per node
+
+  int world_size() const { return nodes * gpus_per_node; }
+  // Bandwidth per GPU across nodes: the node's NICs shared by its GPUs.
+  double inter_node_bandwidth_per_gpu() const {
+    int nics = inter_node.nics_per_node > 0 ? inter_node.nics_per_node : 1;
+    return inter_node.bandwidth * nics / (gpus_per_node > 0 ? gpus_per_node : 1);
+  }
+};
+
+}  // namespace shardplan
