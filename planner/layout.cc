@@ -274,7 +274,7 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
     l.zero = l.dp > 1 ? l.zero : 0;
   if (l.dp == 1 && !(l.fixed & kKeyZero) && l.offload_optimizer == Offload::kNone && l.offload_params == Offload::kNone)
     l.zero = 0;  // nothing to shard over
-  SP_RETURN_IF_ERROR(CheckFramework(m, w, l));
+  if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(m, w, l));  // serving is framework-free
   SP_RETURN_IF_ERROR(CheckModelFit(m, w, l, c));
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;

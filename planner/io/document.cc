@@ -82,7 +82,7 @@ std::string Suggest(std::string_view word, const std::vector<std::string>& candi
   int best_d = 4;
   for (const auto& c : candidates) {
     int d = EditDistance(word, c);
-    int limit = std::max<int>(1, std::min<int>(3, static_cast<int>(c.size()) / 3));
+    int limit = std::max<int>(1, std::min<int>(3, static_cast<int>(std::max(c.size(), word.size())) / 3));
     if (d <= limit && d < best_d) {
       best_d = d;
       best = c;

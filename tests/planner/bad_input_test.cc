@@ -1,1 +1,152 @@
+// Every class of bad input is rejected with exit code 2 and a message naming the file,
+// line and column, what was expected and what was found (issue: foundation, item 6).
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "planner/io/model_reader.h"
+#include "planner/io/workload_reader.h"
+#include "topology/cluster_reader.h"
+
+namespace shardplan {
+namespace {
+
+std::string Message(const Status& s) { return s.message(); }
+
+Status ModelError(const std::string& name, const std::string& text) {
+  auto doc = Document::Parse(name, text);
+  if (!doc.ok()) return doc.status();
+  auto m = ParseModel(*doc, "x");
+  return m.ok() ? Status::Ok() : m.status();
+}
+
+struct Case {
+  const char* what;
+  const char* name;
+  const char* text;
+  const char* expect;  // a substring of the message
+};
+
+class ModelRejects : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ModelRejects, WithLocation) {
+  const Case& c = GetParam();
+  Status s = ModelError(c.name, c.text);
+  ASSERT_FALSE(s.ok()) << c.what;
+  EXPECT_EQ(s.code(), Code::kBadInput) << c.what;
+  EXPECT_NE(Message(s).find(c.expect), std::string::npos) << c.what << ": [" << Message(s) << "]";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadModels, ModelRejects,
+    ::testing::Values(
+        Case{"misspelled key", "c.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_sise\": 4096\n}",
+             "c.json:3:3: unknown key 'hidden_sise', did you mean 'hidden_size'?"},
+        Case{"negative size", "c.json", "{\"model_type\": \"llama\", \"hidden_size\": -4096}",
+             "c.json:1:40: hidden_size: expected an integer from 1 to 4194304, got -4096"},
+        Case{"zero layers", "c.json", "{\"model_type\": \"llama\", \"num_hidden_layers\": 0}",
+             "num_hidden_layers: expected an integer from 1"},
+        Case{"absurd size", "c.json", "{\"model_type\": \"llama\", \"hidden_size\": 900000000}",
+             "hidden_size: expected an integer from 1 to 4194304, got 900000000"},
+        Case{"past int64", "c.json", "{\"model_type\": \"llama\", \"vocab_size\": 99999999999999999999999}",
+             "past the 64-bit integer range"},
+        Case{"string for a number", "c.yaml", "model_type: llama\nhidden_size: eight\n",
+             "c.yaml:2:14: hidden_size: expected an integer from 1 to 4194304, got \"eight\""},
+        Case{"heads do not divide hidden", "c.json",
+             "{\"model_type\": \"llama\", \"hidden_size\": 1000, \"num_attention_heads\": 7}",
+             "num_attention_heads (7) does not divide hidden_size (1000)"},
+        Case{"kv heads do not divide heads", "c.json",
+             "{\"model_type\": \"llama\", \"num_attention_heads\": 32, \"num_key_value_heads\": 5}",
+             "num_key_value_heads (5) must divide num_attention_heads (32)"},
+        Case{"unknown model type", "c.json", "{\"model_type\": \"lama\"}", "unsupported \"lama\", did you mean 'llama'?"},
+        Case{"no model type", "c.json", "{\"hidden_size\": 8}", "model_type: missing"},
+        Case{"empty file", "c.json", "", "c.json: the file is empty"},
+        Case{"blank file", "c.yaml", "  \n\n", "the file is empty"},
+        Case{"invalid JSON", "c.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,\n}", "c.json:4:1: invalid JSON"},
+        Case{"invalid YAML", "c.yaml", "model_type: llama\n  hidden_size: [1, 2\n", "c.yaml:2:"},
+        Case{"invalid UTF-8", "c.json", "{\"model_type\": \"llama\", \"name\": \"\xff\xfe\"}",
+             "c.json:1:34: invalid UTF-8 (byte 0xFF)"},
+        Case{"top level not a mapping", "c.yaml", "- 1\n- 2\n", "expected a mapping of keys at the top"},
+        Case{"bad dtype", "c.json", "{\"model_type\": \"llama\", \"torch_dtype\": \"bfloat17\"}",
+             "torch_dtype: expected a dtype like \"bfloat16\", got \"bfloat17\""},
+        Case{"top-k above experts", "c.json", "{\"model_type\": \"mixtral\", \"num_experts_per_tok\": 9}",
+             "num_experts_per_tok (9) exceeds the number of experts (8)"}),
+    [](const auto& info) {
+      std::string n = info.param.what;
+      for (char& ch : n)
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      return n;
+    });
+
+TEST(ModelRejects, UnknownHfKeysAreIgnored) {
+  EXPECT_TRUE(ModelError("c.json", R"({"model_type":"llama","rope_scaling":{"type":"yarn"},"eos_token_id":[1,2],
+    "pretraining_tp":1,"bos_token_id":1,"use_cache":true})").ok());
+}
+
+TEST(Files, MissingDirectoryAndEmpty) {
+  auto missing = LoadModel("/nonexistent/dir/config.json");
+  EXPECT_EQ(missing.status().code(), Code::kBadInput);
+  EXPECT_NE(missing.status().message().find("cannot open"), std::string::npos);
+
+  auto dir = std::filesystem::temp_directory_path() / "shardplan_test_dir.json";
+  std::filesystem::create_directories(dir);
+  auto d = LoadModel(dir.string());
+  EXPECT_NE(d.status().message().find("is a directory"), std::string::npos) << d.status().message();
+
+  auto empty = std::filesystem::temp_directory_path() / "shardplan_empty.json";
+  std::ofstream(empty).close();
+  auto e = LoadModel(empty.string());
+  EXPECT_NE(e.status().message().find("the file is empty"), std::string::npos);
+}
+
+TEST(Names, UnknownBuiltinSuggests) {
+  auto m = LoadModel("llama-3.1-80b");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("did you mean 'llama-3.1-70b'?"), std::string::npos) << m.status().message();
+}
+
+Status ClusterError(const std::string& text) {
+  auto doc = Document::Parse("cluster.yaml", text);
+  if (!doc.ok()) return doc.status();
+  auto c = ParseCluster(*doc);
+  return c.ok() ? Status::Ok() : c.status();
+}
+
+TEST(ClusterRejects, OurOwnKeysAreStrict) {
+  Status s = ClusterError("name: x\ngpus_per_node: 8\ngpu: h100-sxm-80gb\nheadroom_gb: 4\n");
+  EXPECT_NE(s.message().find("cluster.yaml:4:1: unknown key 'headroom_gb'"), std::string::npos) << s.message();
+  s = ClusterError("gpus_per_node: eight\ngpu: h100-sxm-80gb\n");
+  EXPECT_NE(s.message().find("cluster.yaml:1:16: gpus_per_node: expected an integer from 1 to 1024, got \"eight\""),
+            std::string::npos) << s.message();
+  s = ClusterError("gpus_per_node: 8\ngpu: h100-sxm-80gb\nintra_node: {fabric: nvlink, bandwidth: 450}\n");
+  EXPECT_NE(s.message().find("bandwidth: a bandwidth needs a unit"), std::string::npos) << s.message();
+  s = ClusterError("gpus_per_node: 8\ngpu: h100-sxm-80g\n");
+  EXPECT_NE(s.message().find("did you mean 'h100-sxm-80gb'?"), std::string::npos) << s.message();
+  s = ClusterError("gpus_per_node: 8\ngpu: {name: X, memory: 96}\n");
+  EXPECT_NE(s.message().find("memory: a size needs a unit"), std::string::npos) << s.message();
+}
+
+TEST(ClusterRejects, InlineGpuAccepted) {
+  auto doc = Document::Parse("c.yaml", "gpus_per_node: 4\ngpu: {name: H100 96GB, memory: 96 GB, bf16_tflops: 989, "
+                                       "memory_bandwidth: 3.35 TB/s}\n");
+  ASSERT_TRUE(doc.ok());
+  auto c = ParseCluster(*doc);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->gpu.memory_bytes, 96'000'000'000LL);
+  EXPECT_DOUBLE_EQ(c->gpu.bf16_flops, 989e12);
+}
+
+TEST(WorkloadRejects, UnknownKeyAndValues) {
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nseq_lenght: 4096\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:2:1: unknown key 'seq_lenght', did you mean 'seq_len'?"), std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrian\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:1:7: task: expected pretrain"), std::string::npos) << w.status().message();
+}
+
+}  // namespace
+}  // namespace shardplan
