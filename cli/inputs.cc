@@ -1,5 +1,7 @@
 #include "cli/inputs.h"
 
+#include "cli/command.h"
+
 #include <iostream>
 
 #include "planner/io/model_reader.h"

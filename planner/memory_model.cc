@@ -164,6 +164,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
   const std::vector<int> layers = StageLayers(m, l);
   std::vector<StageShape> shapes;
   for (int st = 0; st < l.pp; ++st) {
+    if (opt.extreme_stages_only && st != 0 && st != l.pp - 1 && l.stages.empty()) continue;
     StageShape shape = ShapeStage(ctx, st, layers);
     StageMemory sm;
     sm.stage = st;
@@ -176,15 +177,21 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
       AddInference(ctx, shape, sm.terms);
     }
     ComputePeaks(sm, frag);
-    if (sm.device_peak > (e.stages.empty() ? -1 : e.fullest().device_peak)) e.fullest_stage = st;
+    if (e.stages.empty() || sm.device_peak > e.fullest().device_peak)
+      e.fullest_stage_index = static_cast<int>(e.stages.size());
     e.stages.push_back(std::move(sm));
     shapes.push_back(shape);
   }
   const StageMemory& full = e.fullest();
+  const StageShape& full_shape = shapes[static_cast<size_t>(e.fullest_stage_index)];
+  e.fullest_stage = full.stage;
   e.headroom_bytes = e.capacity_bytes - full.device_peak;
-  e.fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
-  if (e.inference) e.kv = BudgetInference(ctx, full, shapes[static_cast<size_t>(e.fullest_stage)]);
-  HostAndNvme(ctx, shapes[static_cast<size_t>(e.fullest_stage)], e);
+  e.gpu_fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
+  if (e.inference) e.kv = BudgetInference(ctx, full, full_shape);
+  HostAndNvme(ctx, full_shape, e);
+  e.host_fits = c.host_memory_bytes <= 0 || e.per_node_host_bytes <= c.host_memory_bytes;
+  e.nvme_fits = e.per_node_nvme_bytes <= c.nvme_bytes;
+  e.fits = e.gpu_fits && e.host_fits && e.nvme_fits;
   return e;
 }
 

@@ -55,22 +55,30 @@ struct InferenceMemory {
 
 struct MemoryEstimate {
   std::vector<StageMemory> stages;
-  int fullest_stage = 0;               // the stage whose device peak is largest
+  int fullest_stage = 0;               // the pipeline stage whose device peak is largest
+  int fullest_stage_index = 0;         // its position in `stages`
   int64_t capacity_bytes = 0;
   int64_t headroom_required_bytes = 0; // the --headroom margin
   int64_t headroom_bytes = 0;          // capacity - device peak (may be negative)
-  bool fits = false;                   // device peak <= capacity - required headroom
+  bool fits = false;                   // GPU, host RAM and NVMe all fit (below)
+  bool gpu_fits = false;               // device peak <= capacity - required headroom
+  bool host_fits = true;               // per-node host bytes <= host memory (when known)
+  bool nvme_fits = true;               // per-node NVMe bytes <= NVMe capacity
   int64_t per_node_host_bytes = 0;     // pinned offload buffers, fp32 states, loading
   int64_t per_node_nvme_bytes = 0;
   bool inference = false;
   InferenceMemory kv;
 
-  const StageMemory& fullest() const { return stages[static_cast<size_t>(fullest_stage)]; }
+  const StageMemory& fullest() const { return stages[static_cast<size_t>(fullest_stage_index)]; }
 };
 
 struct MemoryOptions {
   int64_t headroom_bytes = 2 * 1024LL * 1024 * 1024;  // default --headroom: 2 GiB kept free
   double fragmentation = -1;                          // reserved/allocated - 1; <0 = per framework
+  // The search's fast path: estimate only the first and the last stage. With Megatron's
+  // balanced split the first stage has the most layers and micro-batches in flight and the
+  // last has the logits, so a middle stage never holds more.
+  bool extreme_stages_only = false;
 };
 
 MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l,

@@ -71,7 +71,9 @@ double PipelineBubbleFraction(int stages, int virtual_stages, int64_t micro_batc
 // compute time at the size-dependent efficiency and the time to move its operands.
 double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, double k);
 
-// The fraction of the datasheet peak a GEMM whose smallest of n, k is `min_dim` reaches.
-double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double min_dim);
+// The fraction of the datasheet peak one GEMM of (m x k) by (k x n) reaches: the
+// architecture's ceiling, tile and wave quantization of the m x n output over the SMs, and
+// the reduction depth k (time_model.cc documents each factor).
+double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k);
 
 }  // namespace shardplan

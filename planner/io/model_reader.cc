@@ -340,7 +340,7 @@ StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& root, 
 StatusOr<ModelSpec> LoadModel(const std::string& ref) {
   SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));
   std::string name = ref;
-  if (ref.find('/') != std::string::npos || ref.find('.') != std::string::npos) {
+  if (doc.name().rfind("builtin:", 0) != 0) {
     std::filesystem::path p(ref);
     name = p.stem() == "config" && p.has_parent_path() ? p.parent_path().filename().string() : p.stem().string();
   }

@@ -1,1 +1,120 @@
+// --layout parsing, derived keys, and the framework rules ResolveLayout enforces.
 #include <gtest/gtest.h>
+
+#include "planner/io/model_reader.h"
+#include "planner/layout.h"
+#include "planner/plan.h"
+#include "topology/cluster_reader.h"
+
+namespace shardplan {
+namespace {
+
+struct Fixture {
+  ModelSpec m;
+  ClusterSpec c;
+  Workload w;
+  Fixture(const std::string& model, const std::string& cluster, int nodes) {
+    m = *LoadModel(model);
+    c = *LoadCluster(cluster);
+    c.nodes = nodes;
+    w.seq_len = 4096;
+    w.global_batch = 512;
+  }
+  StatusOr<Layout> Resolve(const std::string& text) const {
+    auto l = ParseLayout(text);
+    if (!l.ok()) return l.status();
+    return ResolveLayout(m, w, c, *l);
+  }
+};
+
+TEST(Layout, ParseAndRoundTrip) {
+  auto l = ParseLayout("framework=megatron,tp=8,pp=4,vpp=2,sp=on,ac=selective,mbs=2,stages=10/10/10/10");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->framework, Framework::kMegatron);
+  EXPECT_EQ(l->tp, 8);
+  EXPECT_TRUE(l->sp);
+  EXPECT_EQ(l->stages, (std::vector<int>{10, 10, 10, 10}));
+  EXPECT_EQ(l->zero, 1);  // Megatron's default: the distributed optimizer
+  auto back = ParseLayout(FormatLayout(*l));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(FormatLayout(*back), FormatLayout(*l));
+}
+
+TEST(Layout, ParseErrors) {
+  EXPECT_NE(ParseLayout("tpp=8").status().message().find("unknown key 'tpp', did you mean 'tp'?"), std::string::npos);
+  EXPECT_NE(ParseLayout("tp=eight").status().message().find("--layout tp: expected an integer >= 1, got \"eight\""),
+            std::string::npos);
+  EXPECT_NE(ParseLayout("zero=4").status().message().find("0, 1, 2 or 3"), std::string::npos);
+  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron or torchtitan"), std::string::npos);
+  EXPECT_NE(ParseLayout("tp").status().message().find("expected key=value"), std::string::npos);
+}
+
+TEST(Layout, DerivesDpAndGradAccum) {
+  Fixture f("llama-3.1-70b", "dgx-h100", 4);  // 32 GPUs
+  auto l = f.Resolve("framework=megatron,tp=8,pp=2,mbs=2");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->dp, 2);
+  EXPECT_EQ(l->grad_accum, 512 / (2 * 2));  // global = mbs x grad_accum x dp
+}
+
+struct RuleCase {
+  const char* model;
+  const char* layout;
+  const char* rule;  // substring of the message
+};
+
+class Rules : public ::testing::TestWithParam<RuleCase> {};
+
+TEST_P(Rules, AreNamed) {
+  Fixture f(GetParam().model, "dgx-h100", 2);  // 16 GPUs
+  auto l = f.Resolve(GetParam().layout);
+  ASSERT_FALSE(l.ok()) << GetParam().layout;
+  EXPECT_EQ(l.status().code(), Code::kBadInput);
+  EXPECT_NE(l.status().message().find(GetParam().rule), std::string::npos) << l.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FrameworkRules, Rules,
+    ::testing::Values(
+        RuleCase{"llama-3.1-8b", "framework=megatron,tp=16", "must fit inside one node"},
+        RuleCase{"qwen2.5-7b", "framework=megatron,tp=8,pp=2", "tp (8) must divide the attention heads (28)"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,tp=2,pp=64", "must divide the GPUs"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,vpp=3", "divisible by pp x vpp"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,ep=2", "ep > 1 needs a mixture-of-experts model"},
+        RuleCase{"mixtral-8x7b", "framework=megatron,ep=16", "ep (16) must divide the experts (8)"},
+        RuleCase{"llama-3.1-8b", "framework=deepspeed,zero=2,offload_params=cpu", "offload_params needs zero=3"},
+        RuleCase{"llama-3.1-8b", "framework=deepspeed,pp=2,zero=3", "pipeline engine supports ZeRO stage 0 or 1"},
+        RuleCase{"llama-3.1-8b", "framework=fsdp,tp=2", "data-parallel only"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,zero=3", "zero must be 0 or 1"},
+        RuleCase{"llama-3.1-8b", "framework=fsdp,offload_optimizer=nvme,offload_params=nvme", "NVMe offload is DeepSpeed"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,dp=4,tp=2", "must equal the GPUs used (16)"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,mbs=3", "global batch (512) must be a multiple of mbs x dp (48)"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,mbs=1,grad_accum=3", "global batch (512) must equal mbs x grad_accum x dp"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,stages=10/20", "adding up to the layers (32)"}));
+
+TEST(Layout, KvHeadsReplicatedWhenTpExceedsThem) {
+  Fixture f("qwen2.5-7b", "dgx-h100", 1);  // 28 heads, 4 KV heads
+  EXPECT_TRUE(f.Resolve("framework=megatron,tp=4").ok());
+  Fixture g("llama-3.1-8b", "dgx-h100", 1);  // 8 KV heads: tp=8 divides them
+  EXPECT_TRUE(g.Resolve("framework=megatron,tp=8").ok());
+}
+
+TEST(RankMap, TpInnermostStaysInsideANode) {
+  Fixture f("llama-3.1-70b", "dgx-h100", 4);
+  auto l = f.Resolve("framework=megatron,tp=8,pp=2");
+  ASSERT_TRUE(l.ok());
+  std::vector<RankPlace> map = MakeRankMap(f.c, *l);
+  ASSERT_EQ(map.size(), 32u);
+  for (const RankPlace& r : map) {
+    std::vector<int> tp = GroupOf(f.c, *l, r.rank, "tp");
+    ASSERT_EQ(tp.size(), 8u);
+    for (int peer : tp) EXPECT_EQ(map[static_cast<size_t>(peer)].node, r.node);
+  }
+  EXPECT_EQ(map[17].pp, 1);  // ranks 16..31 are the second stage
+  EXPECT_EQ(map[17].dp, 0);
+  EXPECT_EQ(GroupOf(f.c, *l, 3, "pp"), (std::vector<int>{3, 19}));
+  EXPECT_EQ(GroupOf(f.c, *l, 3, "dp"), (std::vector<int>{3, 11}));
+}
+
+}  // namespace
+}  // namespace shardplan

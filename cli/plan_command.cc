@@ -1,0 +1,154 @@
+// `shardplan plan`: every layout that fits, ranked by predicted speed; -o writes plan.yaml.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+
+#include "cli/command.h"
+#include "cli/inputs.h"
+#include "cli/report.h"
+#include "cli/table.h"
+#include "planner/io/plan_file.h"
+#include "planner/search.h"
+#include "planner/strings.h"
+#include "planner/units.h"
+
+namespace shardplan::cli {
+namespace {
+
+struct PlanFlags {
+  InputFlags in;
+  int top = 5;
+  std::string output;
+  std::vector<std::string> frameworks;
+  int threads = 0;
+};
+
+std::string Compact(const Layout& l, bool inference) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+  if (inference) {
+    add("tp=" + std::to_string(l.tp));
+    if (l.pp > 1) add("pp=" + std::to_string(l.pp));
+    add("w=" + std::string(DtypeName(l.weights)));
+    add("kv=" + std::string(DtypeName(l.kv_cache)));
+    add("batch=" + std::to_string(l.batch));
+    return s;
+  }
+  add(std::string(FrameworkName(l.framework)));
+  add("dp=" + std::to_string(l.dp));
+  if (l.tp > 1) add("tp=" + std::to_string(l.tp) + (l.sp ? "+sp" : ""));
+  if (l.pp > 1) add("pp=" + std::to_string(l.pp) + (l.vpp > 1 ? "x" + std::to_string(l.vpp) : ""));
+  if (l.cp > 1) add("cp=" + std::to_string(l.cp));
+  if (l.ep > 1) add("ep=" + std::to_string(l.ep));
+  add("zero=" + std::to_string(l.zero) + (l.shard_group > 0 ? "/" + std::to_string(l.shard_group) : ""));
+  if (l.offload_optimizer != Offload::kNone) add("off=" + std::string(OffloadName(l.offload_optimizer)));
+  add("ac=" + std::string(RecomputeName(l.ac)));
+  add("mbs=" + std::to_string(l.mbs));
+  add("ga=" + std::to_string(l.grad_accum));
+  return s;
+}
+
+Plan ToPlan(const PlanFlags& f, const Inputs& in, const Candidate& cand) {
+  Plan p = MakePlan(f.in, in, cand.layout);
+  p.memory = cand.memory;
+  p.time = cand.time;
+  p.reason = cand.reason;
+  return p;
+}
+
+int Run(const PlanFlags& f) {
+  auto in = LoadInputs(f.in);
+  if (!in.ok()) return Fail(in.status());
+  SearchOptions opt;
+  opt.top_k = f.top;
+  opt.fixed = in->layout;
+  opt.memory = in->memory;
+  opt.threads = f.threads;
+  if (!f.frameworks.empty()) {
+    opt.frameworks.clear();
+    for (const std::string& name : f.frameworks) {
+      auto l = ParseLayout("framework=" + name);
+      if (!l.ok()) return Fail(Status::BadInput("--frameworks: " + l.status().message()));
+      opt.frameworks.push_back(l->framework);
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::mutex mu;
+  bool shown = false;
+  opt.progress = [&](int64_t done, int64_t total) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (s < 1.0) return;
+    std::lock_guard<std::mutex> lock(mu);
+    std::fprintf(stderr, "\rsearching: %lld of %lld layout groups (%.1f s)", static_cast<long long>(done),
+                 static_cast<long long>(total), s);
+    shown = true;
+  };
+  SearchResult r = Search(in->model, in->workload, in->cluster, opt);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (shown) std::fprintf(stderr, "\n");
+
+  if (!f.output.empty() && !r.plans.empty()) {
+    Status s = SavePlan(ToPlan(f, *in, r.plans.front()), f.output);
+    if (!s.ok()) return Fail(s);
+  }
+  if (f.in.json) {
+    nlohmann::json j;
+    j["plans"] = nlohmann::json::array();
+    for (const Candidate& c : r.plans) j["plans"].push_back(PlanJson(ToPlan(f, *in, c)));
+    j["considered"] = r.considered;
+    j["estimated"] = r.estimated;
+    j["feasible"] = r.feasible;
+    j["search_seconds"] = seconds;
+    j["candidates_per_second"] = seconds > 0 ? static_cast<double>(r.considered) / seconds : 0.0;
+    if (r.plans.empty()) {
+      if (r.has_closest) j["closest"] = PlanJson(ToPlan(f, *in, r.closest));
+      j["binding"] = r.binding;
+      j["advice"] = r.advice;
+    }
+    std::cout << j.dump(2) << "\n";
+  } else {
+    const bool inference = !in->workload.training();
+    std::cout << in->model.name << " (" << Thousands(CountParams(in->model).total) << " params) on "
+              << in->cluster.world_size() << " x " << in->cluster.gpu.name << ", " << TaskName(in->workload.task);
+    if (in->workload.training())
+      std::cout << ", seq " << in->workload.seq_len << ", global batch " << in->workload.global_batch;
+    std::cout << "\n";
+    std::printf("searched %s layouts (%s priced, %s fit) in %.3f s, %s layouts/s\n\n", Thousands(r.considered).c_str(),
+                Thousands(r.estimated).c_str(), Thousands(r.feasible).c_str(), seconds,
+                Thousands(static_cast<long long>(r.considered / std::max(seconds, 1e-9))).c_str());
+    std::cout.flush();
+    if (r.plans.empty()) {
+      std::cout << "NOTHING FITS.\n" << r.binding << "\n";
+      if (r.has_closest) std::cout << "closest: " << FormatLayout(r.closest.layout) << "\n";
+      for (const std::string& a : r.advice) std::cout << "  - " << a << "\n";
+    } else {
+      Table t({"#", "layout", "peak GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
+      for (size_t i = 0; i < r.plans.size(); ++i) {
+        const Candidate& c = r.plans[i];
+        t.Row({std::to_string(i + 1), Compact(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
+               Fixed(ToGiB(c.memory.headroom_bytes), 1), Fixed(c.time.step_seconds, 3),
+               Fixed(c.time.tokens_per_second_per_gpu, 0), Fixed(100 * c.time.mfu, 1) + "%"});
+      }
+      std::cout << t.Render() << "\n";
+      for (size_t i = 0; i < r.plans.size(); ++i) std::cout << i + 1 << ". " << r.plans[i].reason << "\n";
+      if (!f.output.empty()) std::cout << "\nwrote plan #1 to " << f.output << "\n";
+    }
+  }
+  ExitCode() = r.plans.empty() ? 1 : 0;
+  return ExitCode();
+}
+
+Registrar reg(30, [](CLI::App& app) {
+  auto flags = std::make_shared<PlanFlags>();
+  CLI::App* cmd = app.add_subcommand("plan", "search every layout that fits and rank them by predicted speed");
+  AddInputFlags(cmd, flags->in, true);
+  cmd->add_option("--top,-k", flags->top, "how many plans to show")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("-o,--output", flags->output, "write the best plan to this plan.yaml");
+  cmd->add_option("--frameworks", flags->frameworks, "frameworks to search (default: all four)")->delimiter(',');
+  cmd->add_option("--threads", flags->threads, "search threads (default: one per core)");
+  cmd->callback([flags] { Run(*flags); });
+});
+
+}  // namespace
+}  // namespace shardplan::cli

@@ -1,0 +1,173 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "planner/search_space.h"
+
+namespace shardplan {
+namespace {
+
+// Ordered so that memory only grows along each inner loop: full recomputation first,
+// micro-batches ascending. When the cheapest variant of a group does not fit, none will.
+constexpr Recompute kRecomputeOrder[] = {Recompute::kFull, Recompute::kSelective, Recompute::kNone};
+
+// How far a layout is from fitting: GPU bytes over the budget, or, when its GPUs fit,
+// the host or NVMe bytes it lacks (weighted lightly so GPU-bound misses rank first).
+int64_t Overshoot(const MemoryEstimate& e) {
+  int64_t gpu = e.fullest().device_peak - (e.capacity_bytes - e.headroom_required_bytes);
+  if (gpu > 0) return gpu;
+  int64_t host = e.host_fits ? 0 : e.per_node_host_bytes;
+  int64_t nvme = e.nvme_fits ? 0 : e.per_node_nvme_bytes;
+  return (host + nvme) / 64;
+}
+
+bool Better(const Candidate& a, const Candidate& b) {
+  // Serving keeps the user's weight and KV formats when they fit; lower precision is the
+  // fallback, not a speed trick.
+  if (a.memory.inference) {
+    if (a.layout.weights != b.layout.weights) return DtypeBytes(a.layout.weights) > DtypeBytes(b.layout.weights);
+    if (a.layout.kv_cache != b.layout.kv_cache) return DtypeBytes(a.layout.kv_cache) > DtypeBytes(b.layout.kv_cache);
+  }
+  if (a.time.tokens_per_second_per_gpu != b.time.tokens_per_second_per_gpu)
+    return a.time.tokens_per_second_per_gpu > b.time.tokens_per_second_per_gpu;
+  return a.memory.headroom_bytes > b.memory.headroom_bytes;
+}
+
+struct Worker {
+  const ModelSpec& m;
+  const Workload& w;
+  const ClusterSpec& c;
+  const SearchOptions& opt;
+  const CostModels& models;
+  MemoryOptions fast;
+  std::vector<Candidate> best;  // kept sorted, at most keep_ entries
+  size_t keep = 0;
+  int64_t considered = 0, estimated = 0, feasible = 0;
+  bool has_closest = false;
+  Candidate closest;
+
+  void Offer(Candidate&& cand) {
+    if (best.size() >= keep && !Better(cand, best.back())) return;
+    auto at = std::upper_bound(best.begin(), best.end(), cand, Better);
+    best.insert(at, std::move(cand));
+    if (best.size() > keep) best.pop_back();
+  }
+
+  void Miss(const Layout& l, MemoryEstimate&& e) {
+    if (has_closest && Overshoot(e) >= Overshoot(closest.memory)) return;
+    has_closest = true;
+    closest.layout = l;
+    closest.memory = std::move(e);
+  }
+
+  enum class Outcome { kInvalid, kNoFit, kFit };
+
+  // Prices one layout: kInvalid when it breaks a framework rule.
+  Outcome Try(const Layout& raw) {
+    ++considered;
+    auto l = ResolveLayout(m, w, c, raw);
+    if (!l.ok()) return Outcome::kInvalid;
+    ++estimated;
+    MemoryEstimate e = models.memory(m, w, *l, c, fast);
+    if (!e.fits) {
+      Miss(*l, std::move(e));
+      return Outcome::kNoFit;
+    }
+    ++feasible;
+    Candidate cand{*l, std::move(e), models.time(m, w, *l, c), {}};
+    Offer(std::move(cand));
+    return Outcome::kFit;
+  }
+
+  void TrainingGroup(const Layout& g, const SearchSpace& space) {
+    const std::vector<int> mbs = space.MicroBatches(g);
+    bool any_fit = false;
+    for (Recompute ac : kRecomputeOrder) {
+      if ((opt.fixed.fixed & kKeyAc) && ac != opt.fixed.ac) continue;
+      size_t tried = 0;
+      for (int b : mbs) {
+        Layout l = g;
+        l.ac = ac;
+        l.mbs = b;
+        l.fixed |= kKeyAc | kKeyMbs;
+        ++tried;
+        Outcome o = Try(l);
+        if (o == Outcome::kNoFit) break;  // a larger micro-batch holds more activations
+        any_fit |= o == Outcome::kFit;
+      }
+      considered += static_cast<int64_t>(mbs.size() - tried);  // pruned by the bound
+      if (!any_fit && ac == Recompute::kFull && !(opt.fixed.fixed & kKeyAc)) {
+        considered += static_cast<int64_t>(mbs.size()) * 2;  // selective and none hold more
+        return;
+      }
+    }
+  }
+
+  void InferenceGroup(const Layout& g, const SearchSpace& space) {
+    const std::vector<int> batches = space.Batches(g);  // descending
+    for (size_t i = 0; i < batches.size(); ++i) {
+      Layout l = g;
+      l.batch = batches[i];
+      l.fixed |= kKeyBatch;
+      if (Try(l) == Outcome::kFit) {
+        considered += static_cast<int64_t>(batches.size() - i - 1);  // smaller batches: slower, dominated
+        return;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
+                    const CostModels& models) {
+  const SearchSpace space(m, w, c, opt);
+  const std::vector<Layout> groups = space.Groups();
+  int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  threads = std::max(1, std::min<int>(threads, static_cast<int>(groups.size() / 8) + 1));
+  std::vector<Worker> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.push_back(Worker{m, w, c, opt, models, opt.memory, {}, static_cast<size_t>(std::max(1, opt.top_k) * 8)});
+    workers.back().fast.extreme_stages_only = true;
+  }
+  std::atomic<int64_t> next{0};
+  auto run = [&](Worker& wk) {
+    for (int64_t i = next++; i < static_cast<int64_t>(groups.size()); i = next++) {
+      if (w.training()) wk.TrainingGroup(groups[static_cast<size_t>(i)], space);
+      else wk.InferenceGroup(groups[static_cast<size_t>(i)], space);
+      if (opt.progress && (i % 64) == 0) opt.progress(i, static_cast<int64_t>(groups.size()));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(run, std::ref(workers[static_cast<size_t>(t)]));
+  run(workers[0]);
+  for (auto& th : pool) th.join();
+
+  SearchResult r;
+  std::vector<Candidate> all;
+  for (Worker& wk : workers) {
+    r.considered += wk.considered;
+    r.estimated += wk.estimated;
+    r.feasible += wk.feasible;
+    for (Candidate& cand : wk.best) all.push_back(std::move(cand));
+    if (wk.has_closest && (!r.has_closest || Overshoot(wk.closest.memory) < Overshoot(r.closest.memory))) {
+      r.has_closest = true;
+      r.closest = std::move(wk.closest);
+    }
+  }
+  std::sort(all.begin(), all.end(), Better);
+  for (Candidate& cand : all) {
+    if (static_cast<int>(r.plans.size()) >= opt.top_k) break;
+    // The fast path priced two stages; the plans shown carry every stage.
+    cand.memory = models.memory(m, w, cand.layout, c, opt.memory);
+    cand.time = models.detailed_time(m, w, cand.layout, c);
+    r.plans.push_back(std::move(cand));
+  }
+  for (Candidate& p : r.plans) p.reason = ExplainPlan(m, c, p, r.plans.empty() ? nullptr : &r.plans.front());
+  if (r.plans.empty()) ExplainMiss(m, w, c, opt, models, r);
+  return r;
+}
+
+}  // namespace shardplan

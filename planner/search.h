@@ -1,0 +1,69 @@
+// Search: enumerates the layouts of every allowed framework, prunes with memory bounds that
+// only grow as a dimension shrinks, ranks what fits by predicted tokens/s (then headroom),
+// and says what came closest when nothing fits. Pure: the cost models are arguments, it
+// reads no file, GPU or clock; "nothing fits" is an answer.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/memory_model.h"
+#include "planner/time_model.h"
+
+namespace shardplan {
+
+struct CostModels {
+  std::function<MemoryEstimate(const ModelSpec&, const Workload&, const Layout&, const ClusterSpec&,
+                               const MemoryOptions&)>
+      memory = EstimateMemory;
+  // The search prices thousands of layouts; it skips the per-term breakdown.
+  std::function<TimeEstimate(const ModelSpec&, const Workload&, const Layout&, const ClusterSpec&)> time =
+      [](const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
+        TimeOptions o;
+        o.with_terms = false;
+        return EstimateTime(m, w, l, c, o);
+      };
+  // The plans shown carry every term.
+  std::function<TimeEstimate(const ModelSpec&, const Workload&, const Layout&, const ClusterSpec&)> detailed_time =
+      [](const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) { return EstimateTime(m, w, l, c); };
+};
+
+struct SearchOptions {
+  int top_k = 5;
+  std::vector<Framework> frameworks = {Framework::kMegatron, Framework::kTorchtitan, Framework::kDeepSpeed,
+                                       Framework::kFsdp};
+  Layout fixed;                      // keys with bits in `fixed.fixed` are held
+  MemoryOptions memory;
+  int threads = 0;                   // 0 = one per core
+  // Called now and then with (groups done, groups total), from worker threads.
+  std::function<void(int64_t, int64_t)> progress;
+};
+
+struct Candidate {
+  Layout layout;
+  MemoryEstimate memory;
+  TimeEstimate time;
+  std::string reason;
+};
+
+struct SearchResult {
+  std::vector<Candidate> plans;      // fits, best first
+  int64_t considered = 0;            // layouts looked at (priced or pruned by a bound)
+  int64_t estimated = 0;             // layouts whose memory was estimated
+  int64_t feasible = 0;              // layouts that fit
+  bool has_closest = false;
+  Candidate closest;                 // when nothing fits: the smallest overshoot
+  std::string binding;               // which constraint bound the closest
+  std::vector<std::string> advice;   // what would make it fit, with numbers
+};
+
+SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
+                    const CostModels& models = CostModels());
+
+// The one-line reason shown beside a plan ("TP=8 keeps its all-reduce on NVLink; ...").
+std::string ExplainPlan(const ModelSpec& m, const ClusterSpec& c, const Candidate& plan, const Candidate* best);
+
+}  // namespace shardplan

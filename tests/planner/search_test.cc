@@ -1,0 +1,111 @@
+// The search on small fake clusters and on real ones: what it returns, what it prunes,
+// that fixed keys are held and that "nothing fits" explains itself.
+#include <gtest/gtest.h>
+
+#include "planner/io/model_reader.h"
+#include "planner/search.h"
+#include "topology/cluster_reader.h"
+
+namespace shardplan {
+namespace {
+
+Workload Train(int64_t seq, int64_t batch) {
+  Workload w;
+  w.seq_len = seq;
+  w.global_batch = batch;
+  return w;
+}
+
+TEST(Search, EveryPlanFitsAndIsRankedBySpeed) {
+  ModelSpec m = *LoadModel("llama-3.1-70b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  c.nodes = 8;
+  SearchOptions opt;
+  opt.top_k = 10;
+  SearchResult r = Search(m, Train(4096, 256), c, opt);
+  ASSERT_FALSE(r.plans.empty());
+  EXPECT_GT(r.considered, r.feasible);
+  EXPECT_GE(r.feasible, static_cast<int64_t>(r.plans.size()));
+  for (size_t i = 0; i < r.plans.size(); ++i) {
+    const Candidate& p = r.plans[i];
+    EXPECT_TRUE(p.memory.fits);
+    EXPECT_EQ(static_cast<int>(p.memory.stages.size()), p.layout.pp);  // re-estimated on every stage
+    EXPECT_EQ(p.layout.world(), 64);
+    EXPECT_EQ(p.layout.mbs * p.layout.grad_accum * p.layout.dp, 256);
+    if (i > 0) EXPECT_GE(r.plans[i - 1].time.tokens_per_second_per_gpu, p.time.tokens_per_second_per_gpu);
+    EXPECT_FALSE(p.reason.empty());
+  }
+}
+
+TEST(Search, HoldsFixedKeys) {
+  ModelSpec m = *LoadModel("llama-3.1-8b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  SearchOptions opt;
+  opt.fixed = *ParseLayout("framework=deepspeed,zero=3,ac=full");
+  SearchResult r = Search(m, Train(4096, 64), c, opt);
+  ASSERT_FALSE(r.plans.empty());
+  for (const Candidate& p : r.plans) {
+    EXPECT_EQ(p.layout.framework, Framework::kDeepSpeed);
+    EXPECT_EQ(p.layout.zero, 3);
+    EXPECT_EQ(p.layout.ac, Recompute::kFull);
+  }
+}
+
+// A fake cost model: memory grows with micro-batch; nothing with mbs > 2 fits. The search
+// must stop growing the micro-batch at the first miss (the bound), not price the rest.
+TEST(Search, PrunesLargerMicroBatchesAfterAMiss) {
+  ModelSpec m = *LoadModel("llama-3.1-8b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  c.gpus_per_node = 2;
+  CostModels fake;
+  std::atomic<int> priced_large{0};
+  fake.memory = [&](const ModelSpec&, const Workload&, const Layout& l, const ClusterSpec&, const MemoryOptions&) {
+    MemoryEstimate e;
+    StageMemory s;
+    s.device_peak = l.mbs * (10LL << 30);
+    e.stages.push_back(s);
+    e.capacity_bytes = 30LL << 30;
+    e.fits = l.mbs <= 2;
+    if (l.mbs > 4) ++priced_large;
+    return e;
+  };
+  fake.time = [](const ModelSpec&, const Workload&, const Layout& l, const ClusterSpec&) {
+    TimeEstimate t;
+    t.tokens_per_second_per_gpu = l.mbs;
+    return t;
+  };
+  fake.detailed_time = fake.time;
+  SearchOptions opt;
+  opt.fixed = *ParseLayout("framework=fsdp,zero=3,ac=none");
+  SearchResult r = Search(m, Train(1024, 64), c, opt, fake);
+  ASSERT_FALSE(r.plans.empty());
+  EXPECT_EQ(r.plans.front().layout.mbs, 2);
+  EXPECT_EQ(priced_large.load(), 0);
+}
+
+TEST(Search, NothingFitsExplainsWhy) {
+  ModelSpec m = *LoadModel("llama-3.1-405b");
+  ClusterSpec c = *LoadCluster("dgx-h100");  // one node: 640 GB for 405B parameters
+  SearchOptions opt;
+  SearchResult r = Search(m, Train(8192, 64), c, opt);
+  EXPECT_TRUE(r.plans.empty());
+  EXPECT_TRUE(r.has_closest);
+  EXPECT_NE(r.binding.find("GPU memory"), std::string::npos) << r.binding;
+  ASSERT_FALSE(r.advice.empty());
+  EXPECT_NE(r.advice.front().find("more GPUs"), std::string::npos) << r.advice.front();
+}
+
+TEST(Search, InferencePrefersTheRequestedFormat) {
+  ModelSpec m = *LoadModel("llama-3.1-70b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.batch = 16;
+  SearchResult r = Search(m, w, c, SearchOptions{});
+  ASSERT_FALSE(r.plans.empty());
+  EXPECT_EQ(r.plans.front().layout.weights, Dtype::kBf16);
+  EXPECT_GT(r.plans.front().memory.kv.max_concurrent_sequences, 0);
+}
+
+}  // namespace
+}  // namespace shardplan

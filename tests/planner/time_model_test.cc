@@ -1,0 +1,391 @@
+// Tests of the time model: FLOPs per token against the published formulas, the alpha-beta
+// cost of each collective, the tier a group runs on, the pipeline bubble, and the
+// invariants of EstimateTime. Expected values are written as the formula they come from.
+#include "planner/time_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "planner/collectives.h"
+
+namespace shardplan {
+namespace {
+
+// Llama-2-7B, configs/models/llama-2-7b.json.
+ModelSpec Llama2_7B() {
+  ModelSpec m;
+  m.name = "llama-2-7b";
+  m.vocab = 32000;
+  m.hidden = 4096;
+  m.layers = 32;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.head_dim = 128;
+  m.intermediate = 11008;
+  return m;
+}
+
+// Llama-3.1-70B: GQA with 8 KV heads.
+ModelSpec Llama3_70B() {
+  ModelSpec m = Llama2_7B();
+  m.vocab = 128256;
+  m.hidden = 8192;
+  m.layers = 80;
+  m.heads = 64;
+  m.kv_heads = 8;
+  m.intermediate = 28672;
+  return m;
+}
+
+// GPT-3 175B as Megatron benchmarks it (Narayanan et al. 2021): 4h GeLU MLP, vocab 51200.
+ModelSpec Gpt3_175B() {
+  ModelSpec m;
+  m.vocab = 51200;
+  m.hidden = 12288;
+  m.layers = 96;
+  m.heads = 96;
+  m.kv_heads = 96;
+  m.head_dim = 128;
+  m.intermediate = 4 * 12288;
+  m.mlp = MlpKind::kPlain;
+  m.norm = NormKind::kLayer;
+  m.position = PositionKind::kLearned;
+  m.max_positions = 2048;
+  m.tied_embeddings = true;
+  return m;
+}
+
+GpuSpec H100() {
+  GpuSpec g;
+  g.name = "h100-sxm-80gb";
+  g.memory_bytes = 80LL << 30;
+  g.bf16_flops = 989.4e12;
+  g.fp16_flops = 989.4e12;
+  g.fp8_flops = 1978.9e12;
+  g.memory_bandwidth = 3.35e12;
+  g.nvlink_bandwidth = 450e9;
+  g.compute_capability = 90;
+  return g;
+}
+
+// DGX H100 nodes: NVLink 450 GB/s per GPU, 8 x 400 Gb/s NICs.
+ClusterSpec DgxH100(int nodes) {
+  ClusterSpec c;
+  c.name = "dgx-h100";
+  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.gpu = H100();
+  c.intra_node = {"nvlink", 450e9, 0, 0};
+  c.inter_node = {"infiniband", 50e9, 5e-6, 8};
+  c.pcie_bandwidth = 64e9;
+  c.nvme_bytes = 30'000'000'000'000LL;
+  c.nvme_bandwidth = 25e9;
+  return c;
+}
+
+Workload Pretrain(int64_t seq, int64_t batch) {
+  Workload w;
+  w.seq_len = seq;
+  w.global_batch = batch;
+  return w;
+}
+
+double TermSum(const TimeEstimate& t) {
+  return std::accumulate(t.terms.begin(), t.terms.end(), 0.0,
+                         [](double s, const TimeTerm& term) { return s + term.seconds; });
+}
+
+double Term(const TimeEstimate& t, std::string_view name) {
+  for (const TimeTerm& term : t.terms)
+    if (term.name == name) return term.seconds;
+  ADD_FAILURE() << "no term " << name;
+  return -1;
+}
+
+// ---- FLOPs per token ----
+
+TEST(FlopsPerToken, Llama2_7BAt4096) {
+  // Matmul weights: 32 * (4 h^2 + 3 h f) + V h = 6,607,077,376 (the embedding lookup is
+  // not a matmul; the untied LM head is).
+  EXPECT_DOUBLE_EQ(MatmulParamsPerToken(Llama2_7B()), 6'607'077'376.0);
+  // PaLM app. B: 6 N + 12 L h s = 39,642,464,256 + 6,442,450,944.
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(Llama2_7B(), 4096), 46'084'915'200.0);
+}
+
+TEST(FlopsPerToken, MatchesMegatron2021FormulaForGpt3) {
+  // Narayanan et al. 2021, appendix, without recomputation, per token:
+  // 72 L h^2 (1 + s / (6h) + V / (12 L h)).
+  const double L = 96, h = 12288, s = 2048, V = 51200;
+  const double megatron = 72 * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
+  EXPECT_NEAR(TrainingFlopsPerToken(Gpt3_175B(), 2048), megatron, megatron * 1e-12);
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(Gpt3_175B(), 2048), 1'076'442'955'776.0);
+}
+
+TEST(FlopsPerToken, MatchesMegatronCoreFormulaForGqa) {
+  // megatron/training num_floating_point_operations: 12 L h^2 ((1 + g/a + s/h) * a d / h +
+  // 1.5 f / h) + 6 V h per token, SwiGLU and grouped-query attention.
+  const double L = 80, h = 8192, f = 28672, V = 128256, a = 64, g = 8, d = 128, s = 8192;
+  const double core = 12 * L * h * h * ((1 + g / a + s / h) * (a * d / h) + 1.5 * f / h) + 6 * V * h;
+  EXPECT_DOUBLE_EQ(core, 481'434'796'032.0);
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(Llama3_70B(), 8192), core);
+}
+
+TEST(FlopsPerToken, MoeCountsTopKExpertsAndTheRouter) {
+  ModelSpec m = Llama2_7B();
+  m.experts = 8;
+  m.experts_per_token = 2;
+  m.expert_intermediate = 14336;
+  m.moe_layer.assign(32, true);
+  const double h = 4096, attn = 4 * h * h, experts = 2 * 3 * h * 14336, router = 8 * h;
+  EXPECT_DOUBLE_EQ(MatmulParamsPerToken(m), 32 * (attn + experts + router) + 32000 * h);
+}
+
+TEST(FlopsPerToken, SlidingWindowCapsTheAttendedKeys) {
+  ModelSpec m = Llama2_7B();
+  m.sliding_window = 1024;  // every layer
+  const double n = MatmulParamsPerToken(m);
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(m, 8192), 6 * n + 12.0 * 32 * 4096 * 1024);
+}
+
+TEST(FlopsPerToken, LoraSkipsWeightGradients) {
+  Workload w = Pretrain(4096, 8);
+  w.task = Task::kLora;
+  const double n = MatmulParamsPerToken(Llama2_7B());
+  EXPECT_DOUBLE_EQ(ModelFlopsPerToken(Llama2_7B(), w), 4 * n + 12.0 * 32 * 4096 * 4096);
+  w.task = Task::kPretrain;
+  EXPECT_DOUBLE_EQ(ModelFlopsPerToken(Llama2_7B(), w), TrainingFlopsPerToken(Llama2_7B(), 4096));
+}
+
+// ---- Collectives ----
+
+TEST(Collectives, BusBandwidthFactorsAreNcclTests) {
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kAllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kReduceScatter, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kAllToAll, 64), 63.0 / 64);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kBroadcast, 8), 1.0);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kSendRecv, 2), 1.0);
+  EXPECT_DOUBLE_EQ(BusBandwidthFactor(Collective::kAllReduce, 1), 0.0);
+}
+
+TEST(Collectives, AlphaBetaPerCollective) {
+  const Tier t{100e9, 2e-6, false};
+  const double launch = 5e-6;  // collectives.cc kLaunchSeconds
+  // Ring all-reduce of 1 GB on 8 ranks: 2(n-1) steps + 2(n-1)/n * S / busbw.
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kAllReduce, 1e9, 8, t), launch + 14 * 2e-6 + 1.75e9 / 100e9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kAllGather, 1e9, 8, t), launch + 7 * 2e-6 + 0.875e9 / 100e9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kReduceScatter, 1e9, 4, t), launch + 3 * 2e-6 + 0.75e9 / 100e9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kAllToAll, 64e6, 64, t), launch + 63 * 2e-6 + 63e6 / 100e9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kSendRecv, 1e8, 2, t), launch + 2e-6 + 1e8 / 100e9);
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kAllReduce, 1e9, 1, t), 0.0);
+}
+
+TEST(Collectives, SmallAllReduceOnManyRanksTakesTheTree) {
+  const Tier t{50e9, 5e-6, true};
+  // 8 KB on 64 ranks: the ring pays 126 steps, the double binary tree 2 * log2(64) = 12 hops.
+  EXPECT_DOUBLE_EQ(CollectiveSeconds(Collective::kAllReduce, 8192, 64, t), 5e-6 + 12 * 5e-6 + 2 * 8192 / 50e9);
+}
+
+TEST(Collectives, GroupTierFollowsTheRankOrder) {
+  const ClusterSpec c = DgxH100(4);
+  const Tier tp = GroupTier(c, 1, 8);  // TP=8 inside a node
+  EXPECT_FALSE(tp.inter_node);
+  EXPECT_DOUBLE_EQ(tp.bus_bandwidth, 450e9 * 0.80);
+  const Tier dp = GroupTier(c, 8, 4);  // DP across nodes behind TP=8: one member per node
+  EXPECT_TRUE(dp.inter_node);
+  EXPECT_DOUBLE_EQ(dp.bus_bandwidth, 1 * 50e9 * 0.85);
+  EXPECT_DOUBLE_EQ(dp.latency_s, 5e-6);
+  const Tier dp2 = GroupTier(c, 4, 4);  // TP=4: two DP members per node, two NIC shares
+  EXPECT_TRUE(dp2.inter_node);
+  EXPECT_DOUBLE_EQ(dp2.bus_bandwidth, 2 * 50e9 * 0.85);
+  const Tier fsdp = GroupTier(c, 1, 32);  // all 8 GPUs of each node: 8 rings on 8 NICs
+  EXPECT_DOUBLE_EQ(fsdp.bus_bandwidth, std::min(450e9 * 0.80, 8 * 50e9 * 0.85));
+  EXPECT_FALSE(GroupTier(DgxH100(1), 8, 4).inter_node);  // one node never leaves it
+}
+
+// ---- Pipeline ----
+
+TEST(Pipeline, BubbleFraction) {
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 1, 64), 7.0 / 64);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 4, 64), 7.0 / 256);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(16, 1, 16), 15.0 / 16);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(1, 1, 64), 0.0);
+}
+
+TEST(Pipeline, BubbleTermFollowsTheScheduleOnBalancedStages) {
+  ModelSpec m = Llama2_7B();
+  m.vocab = 0;  // no LM head: every stage does the same work but the first's embedding
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 1;
+  l.pp = 4;
+  l.grad_accum = 32;
+  const ClusterSpec c = DgxH100(1);
+  for (int vpp : {1, 2}) {
+    l.vpp = vpp;
+    const TimeEstimate t = EstimateTime(m, Pretrain(4096, 32), l, c);
+    const double busy = Term(t, "compute") + Term(t, "recompute") + Term(t, "tp_comm");
+    EXPECT_NEAR(Term(t, "pp_bubble") / busy, PipelineBubbleFraction(4, vpp, 32), 1e-3) << "vpp " << vpp;
+  }
+}
+
+// ---- Compute efficiency ----
+
+TEST(Gemm, EfficiencyFactors) {
+  const GpuSpec g = H100();
+  // 8192^3 on 132 SMs: 32 x 64 tiles of 256 x 128 in 16 waves (2048 of 2112 slots busy),
+  // ceiling 0.70, reduction depth 8192 / (8192 + 64).
+  EXPECT_DOUBLE_EQ(GemmEfficiency(g, Dtype::kBf16, 8192, 8192, 8192), 0.70 * (2048.0 / 2112) * (8192.0 / 8256));
+  // A TP-sliced N = 512 output with M = 2048 tokens: 8 x 4 = 32 tiles leave most SMs idle;
+  // 128 x 64 tiles fill 128 of 132 SMs at 80% speed.
+  EXPECT_DOUBLE_EQ(GemmEfficiency(g, Dtype::kBf16, 2048, 512, 4096), 0.70 * 0.80 * (128.0 / 132) * (4096.0 / 4160));
+  EXPECT_GT(GemmEfficiency(g, Dtype::kBf16, 8192, 8192, 8192), GemmEfficiency(g, Dtype::kBf16, 2048, 512, 4096));
+}
+
+TEST(Gemm, DecodeIsMemoryBound) {
+  // One token through a 8192 x 8192 weight: 2 * 8192^2 FLOPs against 128 MiB of weights.
+  const double t = GemmSeconds(H100(), Dtype::kBf16, 1, 8192, 8192);
+  EXPECT_DOUBLE_EQ(t, (8192.0 + 8192.0 * 8192 + 8192) * 2 / (3.35e12 * 0.80));
+}
+
+// ---- EstimateTime ----
+
+Layout FsdpLayout(int dp) {
+  Layout l;
+  l.framework = Framework::kFsdp;
+  l.dp = dp;
+  l.zero = 3;
+  l.mbs = 2;
+  l.grad_accum = 1;
+  return l;
+}
+
+TEST(EstimateTime, TermsAddUpAndRatesFollowFromTheStep) {
+  const ModelSpec m = Llama3_70B();
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 2;
+  l.tp = 8;
+  l.pp = 4;
+  l.vpp = 5;
+  l.sp = true;
+  l.zero = 1;
+  l.ac = Recompute::kSelective;
+  l.grad_accum = 64;
+  const ClusterSpec c = DgxH100(8);
+  const Workload w = Pretrain(8192, 128);
+  const TimeEstimate t = EstimateTime(m, w, l, c);
+  ASSERT_GT(t.step_seconds, 0);
+  EXPECT_NEAR(TermSum(t), t.step_seconds, t.step_seconds * 1e-12);
+  const double tokens = 2.0 * 64 * 8192;
+  EXPECT_NEAR(t.tokens_per_second_per_gpu, tokens / (t.step_seconds * 64), 1e-9);
+  EXPECT_NEAR(t.model_flops_per_step, TrainingFlopsPerToken(m, 8192) * tokens, 1);
+  EXPECT_NEAR(t.mfu, t.model_flops_per_step / (t.step_seconds * 64 * 989.4e12), 1e-12);
+  EXPECT_GT(t.mfu, 0.2);
+  EXPECT_LT(t.mfu, 0.7);
+  for (const TimeTerm& term : t.terms) EXPECT_GE(term.raw_seconds, term.seconds * (1 - 1e-12)) << term.name;
+}
+
+TEST(EstimateTime, WithoutTermsGivesTheSameStep) {
+  TimeOptions opt;
+  opt.with_terms = false;
+  const TimeEstimate a = EstimateTime(Llama2_7B(), Pretrain(4096, 16), FsdpLayout(8), DgxH100(1));
+  const TimeEstimate b = EstimateTime(Llama2_7B(), Pretrain(4096, 16), FsdpLayout(8), DgxH100(1), opt);
+  EXPECT_TRUE(b.terms.empty());
+  EXPECT_DOUBLE_EQ(a.step_seconds, b.step_seconds);
+}
+
+TEST(EstimateTime, FullRecomputeAddsAForward) {
+  Layout l = FsdpLayout(8);
+  const TimeEstimate none = EstimateTime(Llama2_7B(), Pretrain(4096, 16), l, DgxH100(1));
+  l.ac = Recompute::kFull;
+  const TimeEstimate full = EstimateTime(Llama2_7B(), Pretrain(4096, 16), l, DgxH100(1));
+  EXPECT_DOUBLE_EQ(Term(none, "recompute"), 0.0);
+  // A forward is about a third of forward + backward.
+  EXPECT_NEAR(Term(full, "recompute") / Term(full, "compute"), 1.0 / 3, 0.05);
+  EXPECT_DOUBLE_EQ(Term(full, "compute"), Term(none, "compute"));
+  l.ac = Recompute::kSelective;  // attention core only
+  const TimeEstimate sel = EstimateTime(Llama2_7B(), Pretrain(4096, 16), l, DgxH100(1));
+  EXPECT_GT(Term(sel, "recompute"), 0.0);
+  EXPECT_LT(Term(sel, "recompute"), Term(full, "recompute") / 2);
+}
+
+TEST(EstimateTime, TensorParallelAcrossNodesIsSlower) {
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 2;
+  l.tp = 8;
+  l.grad_accum = 8;
+  const ClusterSpec inside = DgxH100(2);
+  ClusterSpec split = DgxH100(4);
+  split.gpus_per_node = 4;  // the same 16 GPUs, one NIC each: TP=8 now spans two nodes
+  split.inter_node.nics_per_node = 4;
+  const TimeEstimate a = EstimateTime(Llama3_70B(), Pretrain(4096, 16), l, inside);
+  const TimeEstimate b = EstimateTime(Llama3_70B(), Pretrain(4096, 16), l, split);
+  EXPECT_GT(Term(b, "tp_comm"), 1.8 * Term(a, "tp_comm"));
+}
+
+TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.tp = 8;
+  l.grad_accum = 8;
+  TimeOptions on;
+  on.tp_overlap = Switch::kOn;
+  const TimeEstimate a = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  const TimeEstimate b = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1), on);
+  ASSERT_GT(Term(a, "tp_comm"), 0);
+  EXPECT_NEAR(Term(b, "tp_comm"), 0.3 * Term(a, "tp_comm"), 1e-12);
+}
+
+TEST(EstimateTime, Fp8IsFasterOnHopper) {
+  Workload w = Pretrain(8192, 64);
+  const TimeEstimate bf16 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));
+  w.precision = Dtype::kFp8;
+  const TimeEstimate fp8 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));
+  EXPECT_LT(fp8.step_seconds, bf16.step_seconds);
+}
+
+TEST(EstimateTime, CpuOffloadPaysPcieAndCpuAdam) {
+  Layout l;
+  l.framework = Framework::kDeepSpeed;
+  l.dp = 8;
+  l.zero = 2;
+  l.offload_optimizer = Offload::kCpu;
+  const TimeEstimate t = EstimateTime(Llama2_7B(), Pretrain(4096, 8), l, DgxH100(1));
+  // Each GPU holds 1/8 of the parameters: grads down + bf16 params up over PCIe at 80%.
+  const double local = (32.0 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096) + 4096 + 2 * 32000.0 * 4096) / 8;
+  EXPECT_NEAR(Term(t, "offload"), local * 4 / (64e9 * 0.80), 1e-9);
+  EXPECT_NEAR(Term(t, "optimizer"), local * 8 / 2e9, 1e-9);  // 8 GPUs share the node's CPU Adam
+}
+
+TEST(EstimateTime, DecodeIsBoundByReadingWeights) {
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.batch = 1;
+  w.inference.prompt_len = 128;
+  w.inference.gen_len = 128;
+  Layout l;
+  const TimeEstimate t = EstimateTime(Llama2_7B(), w, l, DgxH100(1));
+  // Batch 1: 2 bytes per weight read once per token; KV adds 192 positions x 0.5 MiB.
+  const double weights = 2.0 * (32.0 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096) + 4096 + 2 * 32000.0 * 4096);
+  const double kv = 192.0 * 32 * 2 * 4096 * 2;
+  EXPECT_NEAR(t.step_seconds, (weights + kv) / (3.35e12 * 0.80), 1e-9);
+  EXPECT_NEAR(t.tokens_per_second_per_gpu, 1 / t.step_seconds, 0.02 / t.step_seconds);
+  // TP=4 splits the weights and adds two all-reduces per layer.
+  l.tp = 4;
+  const TimeEstimate tp4 = EstimateTime(Llama2_7B(), w, l, DgxH100(1));
+  EXPECT_LT(tp4.step_seconds, t.step_seconds / 2);
+  EXPECT_GT(Term(tp4, "tp_comm"), 0);
+}
+
+TEST(EstimateTime, DegenerateInputsGiveZeros) {
+  const TimeEstimate t = EstimateTime(ModelSpec{}, Pretrain(4096, 8), FsdpLayout(8), DgxH100(1));
+  EXPECT_EQ(t.step_seconds, 0);
+  EXPECT_EQ(t.tokens_per_second_per_gpu, 0);
+}
+
+}  // namespace
+}  // namespace shardplan
