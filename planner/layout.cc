@@ -141,13 +141,18 @@ Status CheckFramework(const ModelSpec& m, const Workload& w, const Layout& l) {
   return Status::Ok();
 }
 
-Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
-  if (l.tp > c.gpus_per_node)
-    return Rule("tp (" + Num(l.tp) + ") must fit inside one node (" + Num(c.gpus_per_node) + " GPUs)");
+// Rules on the model's shape alone, checked first: they say more than a GPU count would.
+Status CheckHeads(const ModelSpec& m, const Layout& l) {
   if (m.heads % l.tp != 0) return Rule("tp (" + Num(l.tp) + ") must divide the attention heads (" + Num(m.heads) + ")");
   if (m.attention == AttentionKind::kGqa && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     return Rule("tp (" + Num(l.tp) + ") must divide the KV heads (" + Num(m.kv_heads) +
                 ") or be a multiple of them (KV heads are then replicated, as Megatron does)");
+  return Status::Ok();
+}
+
+Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
+  if (l.tp > c.gpus_per_node)
+    return Rule("tp (" + Num(l.tp) + ") must fit inside one node (" + Num(c.gpus_per_node) + " GPUs)");
   if (l.pp > m.layers) return Rule("pp (" + Num(l.pp) + ") exceeds the layers (" + Num(m.layers) + ")");
   if (!l.stages.empty()) {
     int64_t sum = std::accumulate(l.stages.begin(), l.stages.end(), int64_t{0});
@@ -253,6 +258,7 @@ std::vector<int> StageLayers(const ModelSpec& m, const Layout& l) {
 }
 
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
+  SP_RETURN_IF_ERROR(CheckHeads(m, l));
   const int world = c.world_size();
   const int model_parallel = l.tp * l.pp * l.cp;
   if (!(l.fixed & kKeyDp)) {

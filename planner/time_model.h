@@ -43,6 +43,14 @@ struct TimeOptions {
   bool with_terms = true;                  // fill TimeEstimate::terms (the search can skip them)
 };
 
+// Training: one optimizer step of a resolved layout (dp, grad_accum and stages as the run uses
+// them: dp * mbs * grad_accum sequences per step); terms are "compute", "recompute",
+// "tp_comm", "cp_comm", "ep_comm", "pp_bubble", "pp_p2p", "dp_comm", "optimizer", "offload"
+// and add up to step_seconds. Inference: one decode step at the mean context of
+// `l.batch` (or the workload's batch) sequences per replica; tokens/s counts generated tokens
+// over prefill + decode; terms "decode_memory", "decode_compute", "offload", "tp_comm" and
+// "prefill" (raw only: once per batch of requests). Allocation-free when with_terms is off;
+// zeros when the model or the GPU's peak is missing.
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c);
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                           const TimeOptions& opt);

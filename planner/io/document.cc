@@ -147,7 +147,7 @@ Status Document::ErrorAt(const YAML::Node& node, const std::string& message) con
 }
 
 Status Document::ExpectMap(const YAML::Node& node, const std::string& what) const {
-  if (node.IsMap()) return Status::Ok();
+  if (node.IsDefined() && node.IsMap()) return Status::Ok();
   return ErrorAt(node, what + ": expected a mapping, got " + Found(node));
 }
 

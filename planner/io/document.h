@@ -56,6 +56,18 @@ class Document {
   YAML::Node root_;
 };
 
+// Runs `parse`, turning any yaml-cpp exception that escapes a reader into a located error,
+// so malformed input never crashes (STYLE.md 7).
+template <typename F>
+auto Guarded(const Document& doc, F parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const YAML::Exception& e) {
+    return Status::BadInput(doc.name() + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1) +
+                            ": unexpected structure: " + e.msg);
+  }
+}
+
 // Edit distance, for suggestions.
 int EditDistance(std::string_view a, std::string_view b);
 // The closest of `candidates` to `word` within distance 3, or empty.

@@ -264,7 +264,16 @@ StatusOr<ModelSpec> ParseModel(const Document& doc, const std::string& display_n
   return ParseModelNode(doc, doc.root(), display_name);
 }
 
+namespace {
+StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& root, const std::string& display_name);
+}  // namespace
+
 StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& root, const std::string& display_name) {
+  return Guarded(doc, [&] { return ParseModelUnguarded(doc, root, display_name); });
+}
+
+namespace {
+StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& root, const std::string& display_name) {
   YAML::Node node = root;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> type, doc.String(node, "model_type"));
   if (!type) {
@@ -336,6 +345,8 @@ StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& root, 
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());
   return m;
 }
+
+}  // namespace
 
 StatusOr<ModelSpec> LoadModel(const std::string& ref) {
   SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));

@@ -113,13 +113,19 @@ Status SavePlan(const Plan& plan, const std::string& path) {
   return Status::Ok();
 }
 
+StatusOr<Plan> ParsePlanDocument(const Document& doc);
+
 StatusOr<Plan> ParsePlan(const std::string& name, std::string_view text) {
   SP_ASSIGN_OR_RETURN(Document doc, Document::Parse(name, text));
+  return Guarded(doc, [&] { return ParsePlanDocument(doc); });
+}
+
+StatusOr<Plan> ParsePlanDocument(const Document& doc) {
   const YAML::Node& root = doc.root();
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"version", "reason", "inputs", "model", "cluster", "workload", "layout",
                                           "estimates", "rank_map"}));
   for (const char* key : {"inputs", "model", "cluster", "workload"})
-    if (!root[key].IsMap()) return doc.ErrorAt(root, std::string(key) + ": missing; expected a mapping");
+    if (!root[key].IsDefined() || !root[key].IsMap()) return doc.ErrorAt(root, std::string(key) + ": missing; expected a mapping");
   Plan p;
   const YAML::Node inputs = root["inputs"];
   SP_RETURN_IF_ERROR(doc.CheckKeys(inputs, {"model_ref", "cluster_ref", "workload_ref", "headroom"}));

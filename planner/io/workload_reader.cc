@@ -50,7 +50,13 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
 
 StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
 
+StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& root);
+
 StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root) {
+  return Guarded(doc, [&] { return ParseWorkloadUnguarded(doc, root); });
+}
+
+StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& root) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                           "lora", "inference", "description"}));
   Workload w;

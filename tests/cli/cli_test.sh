@@ -1,1 +1,81 @@
-echo ok
+#!/usr/bin/env bash
+# End-to-end checks of the shardplan binary ($SHARDPLAN): exit codes, results on stdout and
+# diagnostics on stderr, JSON fields of DESIGN.md, plan.yaml reproduced by estimate --plan.
+set -uo pipefail
+bin="${SHARDPLAN:?set SHARDPLAN to the binary}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME EXPECTED_EXIT -- command...
+  local name="$1" want="$2"
+  shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local got=$?
+  if [[ $got -ne $want ]]; then
+    echo "FAIL $name: exit $got, wanted $want"; sed 's/^/  stderr: /' "$tmp/err" | head -5
+    failed=$((failed + 1)); return 1
+  fi
+  passed=$((passed + 1))
+}
+
+expect() {  # expect NAME FILE PATTERN
+  if grep -q -- "$3" "$2"; then passed=$((passed + 1)); else
+    echo "FAIL $1: '$3' not in $2:"; head -20 "$2" | sed 's/^/  /'; failed=$((failed + 1)); fi
+}
+
+json() {  # json NAME PYTHON_EXPR_OVER_j   (reads $tmp/out)
+  if python3 -c "import json,sys; j=json.load(open('$tmp/out')); sys.exit(0 if ($2) else 1)"; then
+    passed=$((passed + 1)); else echo "FAIL $1: $2"; failed=$((failed + 1)); fi
+}
+
+# inspect: exact counts, weight bytes by dtype
+check inspect 0 -- "$bin" inspect --model llama-2-7b
+expect inspect-total "$tmp/out" "6,738,415,616"
+check inspect-json 0 -- "$bin" inspect --model deepseek-v3 --json
+json inspect-json 'j["params_total"] == 671026419200 and j["params_active"] == 37552297472'
+
+# The seed article's LLaMA-7B (7,000,559,616 parameters): 26.08 / 13.04 / 6.52 / 3.26 GiB.
+printf '{"model_type": "llama", "vocab_size": 64000, "torch_dtype": "float16"}\n' >"$tmp/llama7b.json"
+check seed-7b 0 -- "$bin" inspect --model "$tmp/llama7b.json" --json
+json seed-7b-total 'j["params_total"] == 7000559616'
+json seed-7b-gib 'all(abs(j["weights"][k]["gib"] - v) < 0.005 for k, v in {"fp32": 26.08, "fp16": 13.04, "int8": 6.52, "int4": 3.26}.items())'
+
+# bad input: exit 2, file:line:col on stderr, nothing on stdout
+printf '{\n  "model_type": "llama",\n  "hidden_sise": 4096\n}\n' >"$tmp/typo.json"
+check bad-key 2 -- "$bin" inspect --model "$tmp/typo.json"
+expect bad-key-msg "$tmp/err" "typo.json:3:3: unknown key 'hidden_sise', did you mean 'hidden_size'?"
+[[ ! -s "$tmp/out" ]] && passed=$((passed + 1)) || { echo "FAIL bad-key: stdout not empty"; failed=$((failed + 1)); }
+check missing-file 2 -- "$bin" inspect --model "$tmp/nope.json"
+check bad-layout 2 -- "$bin" estimate --model llama-3.1-8b --layout tp=3
+expect bad-layout-msg "$tmp/err" "tp (3) must divide the attention heads (32)"
+check bad-flag 2 -- "$bin" plan --no-such-flag
+
+# estimate: fits (0), does not fit (1), JSON as DESIGN.md gives it
+check estimate-fits 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,ac=full --json
+json estimate-json 'all(k in j["memory"]["per_gpu"] for k in ["peak_bytes","reserved_peak_bytes","allocated_peak_bytes","capacity_bytes","headroom_bytes","fits","terms"]) and j["memory"]["per_gpu"]["fits"] and j["time"]["tokens_per_second_per_gpu"] > 0'
+check estimate-oom 1 -- "$bin" estimate --model llama-3.1-70b --cluster dgx-h100 --gpus-per-node 1 --layout framework=fsdp
+expect estimate-oom-text "$tmp/out" "DOES NOT FIT"
+check estimate-inference 0 -- "$bin" estimate --model llama-2-70b --cluster rtxa6000-workstation --gpus-per-node 1 --workload inference --layout weights=int4,batch=1 --json
+json inference-json 'j["inference"]["max_concurrent_sequences"] >= 1 and j["inference"]["kv_bytes_per_token"] == 327680'
+
+# plan -> plan.yaml -> estimate --plan reproduces the numbers exactly
+check plan 0 -- "$bin" plan --model llama-3.1-70b --cluster dgx-h100 --nodes 4 --top 3 -o "$tmp/plan.yaml" --json
+json plan-json 'len(j["plans"]) == 3 and j["considered"] >= j["feasible"] > 0 and "search_seconds" in j'
+peak=$(python3 -c "import json; print(json.load(open('$tmp/out'))['plans'][0]['memory']['per_gpu']['peak_bytes'])")
+check estimate-plan 0 -- "$bin" estimate --plan "$tmp/plan.yaml" --json
+json estimate-plan-same "j['memory']['per_gpu']['peak_bytes'] == $peak"
+expect plan-yaml-rank-map "$tmp/plan.yaml" "^rank_map:"
+
+# nothing fits is an answer, with what came closest and what would fix it
+check plan-nothing 1 -- "$bin" plan --model llama-3.1-405b --cluster dgx-h100 --seq-len 8192
+expect plan-nothing-text "$tmp/out" "NOTHING FITS"
+expect plan-nothing-advice "$tmp/out" "more GPUs"
+
+# topology show
+check topology 0 -- "$bin" topology show dgx-h100
+expect topology-text "$tmp/out" "NVIDIA H100 80GB HBM3"
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

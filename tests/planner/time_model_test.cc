@@ -340,6 +340,28 @@ TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
   EXPECT_NEAR(Term(b, "tp_comm"), 0.3 * Term(a, "tp_comm"), 1e-12);
 }
 
+double RawTerm(const TimeEstimate& t, std::string_view name) {
+  for (const TimeTerm& term : t.terms)
+    if (term.name == name) return term.raw_seconds;
+  ADD_FAILURE() << "no term " << name;
+  return -1;
+}
+
+TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
+  const ModelSpec m = Llama2_7B();
+  const ClusterSpec c = DgxH100(2);
+  Layout l = FsdpLayout(16);
+  l.grad_accum = 4;
+  const TimeEstimate resharded = EstimateTime(m, Pretrain(4096, 128), l, c);
+  l.reshard_after_forward = false;
+  const TimeEstimate kept = EstimateTime(m, Pretrain(4096, 128), l, c);
+  // The backward all-gather of every micro-batch is what resharding costs: 16 ranks, two
+  // nodes, bf16 parameters.
+  const double params = 32.0 * (4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096) + 4096 + 2 * 32000.0 * 4096;
+  const double gather = CollectiveSeconds(Collective::kAllGather, 2 * params, 16, GroupTier(c, 1, 16));
+  EXPECT_NEAR(RawTerm(resharded, "dp_comm") - RawTerm(kept, "dp_comm"), 4 * gather, 1e-9);
+}
+
 TEST(EstimateTime, Fp8IsFasterOnHopper) {
   Workload w = Pretrain(8192, 64);
   const TimeEstimate bf16 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));

@@ -1,0 +1,45 @@
+// Collectives: the alpha-beta cost of one NCCL collective on the link tier its group spans.
+// time = alpha * steps + factor(n) * bytes / bus_bandwidth, with the busbw factors of
+// nccl-tests (doc/PERFORMANCE.md; ecosystem.md 6.3), so a predicted time and a busbw measured
+// by the validator or nccl-tests compare directly. Pure, allocation-free: the search calls
+// these millions of times.
+#pragma once
+
+#include "topology/cluster_spec.h"
+
+namespace shardplan {
+
+enum class Collective { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kBroadcast, kSendRecv };
+
+// One link tier as a collective sees it.
+struct Tier {
+  double bus_bandwidth = 0;   // bytes/s per GPU, one direction, after protocol efficiency
+  double latency_s = 0;       // alpha: per ring step / tree hop
+  bool inter_node = false;    // the group leaves a node
+};
+
+// nccl-tests busbw factor: algbw * factor = busbw. AllReduce 2(n-1)/n; AllGather,
+// ReduceScatter and AlltoAll (n-1)/n; Broadcast, Reduce and SendRecv 1.
+double BusBandwidthFactor(Collective kind, int n);
+
+// Seconds for one collective over `n` ranks. `bytes` is nccl-tests' S: the buffer each rank
+// holds for AllReduce/Broadcast/SendRecv, the whole gathered (or scattered) array for
+// AllGather/ReduceScatter, and everything one rank sends plus keeps for AlltoAll. AllReduce
+// takes the cheaper of a ring (2(n-1) steps) and NCCL's double binary tree (2 log2 n hops,
+// moving the buffer twice). 0 when n <= 1, bytes <= 0 or the tier has no bandwidth (a link
+// the cluster file left unset is not charged).
+double CollectiveSeconds(Collective kind, double bytes, int n, const Tier& tier);
+
+// The tier a group of `size` ranks spaced `stride` global ranks apart runs on, under the rank
+// order of planner/plan.h (TP innermost, then CP, DP, PP; nodes hold consecutive ranks). A
+// group inside one node gets the intra-node link; a group across nodes gets the network,
+// where NCCL runs one ring per member a node holds, each on its GPU's share of the NICs, so
+// busbw = min(intra, members_per_node * per-GPU NIC share).
+Tier GroupTier(const ClusterSpec& c, int stride, int size);
+
+// Bandwidth one GPU sees to host memory (PCIe, one direction) and to NVMe (the node's drives
+// shared by its GPUs), bytes/s after efficiency.
+double HostLinkBandwidth(const ClusterSpec& c);
+double NvmeBandwidthPerGpu(const ClusterSpec& c);
+
+}  // namespace shardplan
