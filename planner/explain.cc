@@ -57,7 +57,7 @@ std::string ExplainPlan(const ModelSpec& m, const ClusterSpec& c, const Candidat
     else why.push_back("no recomputation");
   }
   std::string s;
-  for (size_t i = 0; i < why.size() && i < 4; ++i) s += (i ? "; " : "") + why[i];
+  for (size_t i = 0; i < why.size() && i < 5; ++i) s += (i ? "; " : "") + why[i];
   s += "; " + GiB(p.memory.headroom_bytes) + " free";
   if (best && best != &p && best->time.tokens_per_second_per_gpu > 0)
     s += Fmt("; %.0f%% of #1's speed", 100 * p.time.tokens_per_second_per_gpu / best->time.tokens_per_second_per_gpu);

@@ -63,7 +63,12 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   // cpu_ram_efficient_loading); Megatron/torchtitan read sharded distributed checkpoints.
   const bool hf = l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed;
   const double loading = hf ? 2 * total : 2 * total / ctx.c.nodes;
-  e.per_node_host_bytes = static_cast<int64_t>(std::max(host, loading));
+  double load = loading;
+  if (!ctx.w.training()) {  // serving engines read each GPU's own weight shard
+    const double weights = static_cast<double>(s.dense_params + s.expert_params) * QuantizedBytesPerParam(l.weights);
+    load = weights * std::min(ranks, ctx.c.world_size());
+  }
+  e.per_node_host_bytes = static_cast<int64_t>(std::max(host, load));
   e.per_node_nvme_bytes = static_cast<int64_t>(nvme);
 }
 

@@ -1,6 +1,8 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
@@ -23,6 +25,11 @@ int64_t Overshoot(const MemoryEstimate& e) {
   return (host + nvme) / 64;
 }
 
+int64_t SpeedBucket(const Candidate& c) {
+  const double tps = c.time.tokens_per_second_per_gpu;
+  return tps > 0 ? static_cast<int64_t>(std::floor(std::log(tps) / std::log(1.01))) : INT64_MIN;
+}
+
 bool Better(const Candidate& a, const Candidate& b) {
   // Serving keeps the user's weight and KV formats when they fit; lower precision is the
   // fallback, not a speed trick.
@@ -30,9 +37,12 @@ bool Better(const Candidate& a, const Candidate& b) {
     if (a.layout.weights != b.layout.weights) return DtypeBytes(a.layout.weights) > DtypeBytes(b.layout.weights);
     if (a.layout.kv_cache != b.layout.kv_cache) return DtypeBytes(a.layout.kv_cache) > DtypeBytes(b.layout.kv_cache);
   }
-  if (a.time.tokens_per_second_per_gpu != b.time.tokens_per_second_per_gpu)
-    return a.time.tokens_per_second_per_gpu > b.time.tokens_per_second_per_gpu;
-  return a.memory.headroom_bytes > b.memory.headroom_bytes;
+  // Speeds within about 1% are a tie (the time model is not that precise): the tie goes to
+  // the plan with more memory left. Buckets keep the order a strict weak ordering.
+  const int64_t sa = SpeedBucket(a), sb = SpeedBucket(b);
+  if (sa != sb) return sa > sb;
+  if (a.memory.headroom_bytes != b.memory.headroom_bytes) return a.memory.headroom_bytes > b.memory.headroom_bytes;
+  return a.time.tokens_per_second_per_gpu > b.time.tokens_per_second_per_gpu;
 }
 
 struct Worker {
