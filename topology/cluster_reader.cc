@@ -29,7 +29,13 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
 
 StatusOr<ClusterSpec> ParseCluster(const Document& doc) { return ParseClusterNode(doc, doc.root()); }
 
+StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& root);
+
 StatusOr<ClusterSpec> ParseClusterNode(const Document& doc, const YAML::Node& root) {
+  return Guarded(doc, [&] { return ParseClusterUnguarded(doc, root); });
+}
+
+StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& root) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
                                           "host", "nvme", "source"}));
   ClusterSpec c;
