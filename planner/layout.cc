@@ -161,8 +161,10 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l, con
   }
   if (l.vpp > 1) {
     if (l.pp < 2) return Rule("vpp > 1 (interleaved pipeline) needs pp > 1");
-    if (l.stages.empty() && m.layers % (l.pp * l.vpp) != 0)
-      return Rule("interleaving needs layers (" + Num(m.layers) + ") divisible by pp x vpp (" + Num(l.pp * l.vpp) + ")");
+    // Megatron splits uneven layer counts across virtual stages too
+    // (--decoder-first/last-pipeline-num-layers); each virtual stage needs a layer.
+    if (m.layers < static_cast<int64_t>(l.pp) * l.vpp)
+      return Rule("interleaving needs at least pp x vpp (" + Num(l.pp * l.vpp) + ") layers, the model has " + Num(m.layers));
   }
   if (w.training() && l.cp > 1 && w.seq_len % (2 * l.cp) != 0)
     return Rule("cp (" + Num(l.cp) + "): the sequence (" + Num(w.seq_len) + ") must split into 2 x cp chunks (load-balanced ring attention)");

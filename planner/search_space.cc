@@ -85,12 +85,12 @@ void SearchSpace::AddTraining(Framework f, std::vector<Layout>& out) const {
         if ((fx.fixed & kKeyDp) && dp != fx.dp) continue;
         if (w_.global_batch < dp) continue;  // every replica needs a sequence per step
         std::vector<int> vpps = {1};
-        if (Uses(f, kKeyVpp) && pp > 1) vpps = Values(kKeyVpp, fx.vpp, {1, 2, 4});
+        if (Uses(f, kKeyVpp) && pp > 1) vpps = Values(kKeyVpp, fx.vpp, {1, 2, 4, 8});
         std::vector<int> eps = {1};
         if (m_.is_moe() && Uses(f, kKeyEp)) eps = Values(kKeyEp, fx.ep, Divisors(static_cast<int>(m_.experts), 64));
         std::vector<int> zeros = Values(kKeyZero, fx.zero, ZeroStages(f, dp, pp));
         for (int vpp : vpps) {
-          if (vpp > 1 && m_.layers % (pp * vpp) != 0) continue;
+          if (vpp > 1 && m_.layers < static_cast<int64_t>(pp) * vpp) continue;
           for (int ep : eps) {
             if ((dp * cp * tp) % ep != 0) continue;
             for (int zero : zeros) {

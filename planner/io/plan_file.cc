@@ -45,6 +45,7 @@ std::string ClusterYaml(const ClusterSpec& c) {
 }
 
 std::string EstimatesYaml(const Plan& p) {
+  if (p.memory.stages.empty()) return "";  // not estimated: LoadPlan recomputes anyway
   const MemoryEstimate& e = p.memory;
   const StageMemory& s = e.fullest();
   std::ostringstream o;

@@ -79,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"llama-3.1-8b", "framework=megatron,tp=16", "must fit inside one node"},
         RuleCase{"qwen2.5-7b", "framework=megatron,tp=8,pp=2", "tp (8) must divide the attention heads (28)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,tp=2,pp=64", "must divide the GPUs"},
-        RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,vpp=3", "divisible by pp x vpp"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,pp=8,vpp=8", "at least pp x vpp (64) layers"},
         RuleCase{"llama-3.1-8b", "framework=megatron,ep=2", "ep > 1 needs a mixture-of-experts model"},
         RuleCase{"mixtral-8x7b", "framework=megatron,ep=16", "ep (16) must divide the experts (8)"},
         RuleCase{"llama-3.1-8b", "framework=deepspeed,zero=2,offload_params=cpu", "offload_params needs zero=3"},

@@ -1,0 +1,536 @@
+#include "bench/case_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "planner/io/document.h"
+#include "planner/io/model_reader.h"
+#include "planner/layout.h"
+#include "planner/units.h"
+#include "topology/cluster_reader.h"
+#include "topology/gpu_catalog.h"
+
+namespace shardplan::bench {
+namespace {
+
+// ---- Reading free-form fields. The notes mix numbers and prose ("1024 (inferred)"), so a
+// field that is not what a rule expects reads as absent rather than as an error.
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
+bool Mentions(const std::string& text, std::string_view lowercase_word) {
+  return Lower(text).find(lowercase_word) != std::string::npos;
+}
+
+YAML::Node Section(const YAML::Node& map, const char* key) {
+  if (map.IsMap() && map[key] && map[key].IsMap()) return map[key];
+  return YAML::Node(YAML::NodeType::Map);
+}
+
+std::string Str(const YAML::Node& map, const char* key) {
+  if (!map.IsMap() || !map[key] || !map[key].IsScalar()) return "";
+  return map[key].Scalar();
+}
+
+std::optional<int64_t> ParseInt(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<int64_t> Int(const YAML::Node& map, const char* key) { return ParseInt(Str(map, key)); }
+
+std::optional<double> Number(const YAML::Node& map, const char* key) {
+  const std::string s = Str(map, key);
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (*end != '\0') return std::nullopt;
+  return v;
+}
+
+// The first run of digits in `text` ("max_model_len default (4096)" -> 4096).
+std::optional<int64_t> FirstInt(const std::string& text) {
+  const size_t at = text.find_first_of("0123456789");
+  if (at == std::string::npos) return std::nullopt;
+  return ParseInt(std::string_view(text).substr(at, text.find_first_not_of("0123456789", at) - at));
+}
+
+// "q_lora_rank=1536 kv_lora_rank=512" -> 1536 for "q_lora_rank=".
+std::optional<int64_t> IntAfter(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  if (at == std::string::npos) return std::nullopt;
+  return FirstInt(text.substr(at + key.size()));
+}
+
+bool Skip(PublicCase& pc, std::string why) {
+  pc.skip = std::move(why);
+  return false;
+}
+
+// model.family -> the HF model_type whose reader has the family's traits.
+const std::map<std::string, std::string> kModelTypes = {
+    {"llama1", "llama"}, {"llama2", "llama"}, {"llama3", "llama"}, {"mixtral", "mixtral"},
+    {"qwen3-moe", "qwen3_moe"}, {"deepseek-v3", "deepseek_v3"}, {"bloom", "bloom"},
+    {"gpt2", "gpt2"}, {"gpt", "gpt2"}, {"mpt", "gpt2"}, {"opt", "opt"}};
+
+// source.repo -> the training framework whose memory layout the run used.
+const std::map<std::string, Framework> kFrameworks = {
+    {"bigscience-workshop/bigscience", Framework::kDeepSpeed},  // Megatron-DeepSpeed: PipelineEngine + ZeRO-1
+    {"deepspeedai/DeepSpeed", Framework::kDeepSpeed}, {"microsoft/DeepSpeed", Framework::kDeepSpeed},
+    {"huggingface/peft", Framework::kDeepSpeed},  // its examples run DeepSpeed ZeRO-3 offload
+    {"foundation-model-stack/fms-fsdp", Framework::kFsdp}, {"mosaicml/llm-foundry", Framework::kFsdp},
+    {"pytorch/torchtune", Framework::kFsdp},  // single-device recipes: plain PyTorch
+    {"unslothai/unsloth", Framework::kFsdp},  // the HF + FA2 baseline column
+    {"pytorch/torchtitan", Framework::kTorchtitan},
+    {"NVIDIA/Megatron-LM", Framework::kMegatron}, {"NVIDIA/NeMo", Framework::kMegatron},
+    {"NVIDIA-NeMo/Megatron-Bridge", Framework::kMegatron}, {"yanring/Megatron-MoE-ModelZoo", Framework::kMegatron}};
+
+// cluster.gpu text -> catalog GPU and the built-in cluster whose links it sits on. First match
+// wins; every keyword must appear.
+struct GpuRule {
+  const char* keyword;
+  const char* and_keyword;
+  const char* catalog;
+  const char* cluster;
+};
+constexpr GpuRule kGpuRules[] = {
+    {"gb200", "", "b200-180gb", "dgx-h100"},  // NVL72 tray: NVLink inside the node
+    {"b200", "", "b200-180gb", "dgx-h100"},
+    {"h200", "", "h200-141gb", "h200-node"},
+    {"h100", "", "h100-sxm-80gb", "dgx-h100"},
+    {"a100", "40gb", "a100-sxm-40gb", "dgx-a100"},
+    {"a100", "", "a100-sxm-80gb", "dgx-a100"},
+    {"v100", "", "v100-sxm-32gb", "dgx-a100"},
+    {"rtx 4090", "", "rtx-4090-24gb", "rtx4090-pc"},
+    {"rtx a6000", "", "rtx-a6000-48gb", "rtxa6000-workstation"},
+    {"rtx pro 6000", "", "l40s-48gb", "rtx4090-pc"},  // PCIe card without NVLink; memory from the case
+};
+
+// Facts a case states only in prose (its notes and id), kept beside the case id. The torchtune
+// notes say "Cumulative ablation: each row adds the named technique to the previous one".
+struct Override {
+  const char* id;
+  const char* ac;          // recomputation the row inherits, or nullptr
+  const char* unmodelled;  // techniques of the row the memory model has no term for
+};
+constexpr Override kOverrides[] = {
+    {"torchtune-llama32-3b-ladder-packed-compile-chunkedce-ac", nullptr, "chunked cross-entropy"},
+    {"torchtune-llama32-3b-ladder-plus-optim-in-bwd", "full",
+     "chunked cross-entropy; optimizer step fused into backward"},
+};
+
+const Override* FindOverride(const std::string& id) {
+  for (const Override& o : kOverrides)
+    if (id == o.id) return &o;
+  return nullptr;
+}
+
+struct Fields {
+  YAML::Node model, cluster, layout, outcome;
+  std::string category, repo;
+  std::optional<int64_t> seq_override;  // a sequence length the outcome fixes (max-context tables)
+};
+
+// ---- Outcome: what was measured.
+
+Metric MetricFromText(const std::string& text) {
+  if (Mentions(text, "nvidia-smi")) return Metric::kDevice;
+  if (Mentions(text, "reserved")) return Metric::kReserved;
+  if (Mentions(text, "active") || Mentions(text, "allocated")) return Metric::kAllocated;
+  return Metric::kUnspecified;
+}
+
+void MapOutcome(Fields& f, PublicCase& pc) {
+  const YAML::Node& o = f.outcome;
+  if (const std::string fits = Str(o, "fits"); fits == "true" || fits == "false") pc.fits = fits == "true";
+  if (auto gib = Number(o, "weights_per_gpu_gb")) {  // vLLM logs GiB and prints "GB"
+    pc.metric = Metric::kWeights;
+    pc.measured_bytes = std::llround(*gib * kGiB);
+  } else if (auto tokens = Int(o, "kv_cache_tokens")) {
+    pc.metric = Metric::kKvBudget;
+    pc.measured_kv_tokens = *tokens;
+  } else if (o["nvidia_smi_used_mib"] && o["nvidia_smi_used_mib"].IsSequence()) {
+    int64_t mib = 0;
+    for (const YAML::Node& v : o["nvidia_smi_used_mib"]) mib = std::max(mib, ParseInt(v.Scalar()).value_or(0));
+    pc.metric = Metric::kDevice;
+    pc.measured_bytes = mib * kMiB;
+  } else if (auto gib = Number(o, "measured_peak_gib")) {
+    pc.metric = MetricFromText(Str(o, "memory_metric"));
+    pc.measured_bytes = std::llround(*gib * kGiB);
+  }
+  // Max-context tables: the HF + FlashAttention-2 column is the standard stack we model.
+  if (o["max_seq_len_fits_hf_fa2"]) {
+    pc.unmodelled.push_back("Unsloth's own kernels (its column is not scored; the HF + FA2 column is)");
+    if (auto seq = Int(o, "max_seq_len_fits_hf_fa2")) {
+      f.seq_override = *seq;
+      pc.fits = true;
+    } else {
+      f.seq_override = 1024;
+      pc.fits = false;
+      pc.assumed.push_back("HF + FA2 OOMs at every length; scored at seq 1024");
+    }
+  }
+}
+
+// ---- Model: an HF-style config built from the case's dimensions, read by the project's reader.
+
+using ConfigKeys = std::vector<std::pair<std::string, std::optional<int64_t>>>;
+
+StatusOr<ModelSpec> ParseConfig(const std::string& id, const std::string& type, const ConfigKeys& keys, bool tied) {
+  std::string text = "model_type: " + type + "\n";
+  for (const auto& [key, value] : keys)
+    if (value) text += key + ": " + std::to_string(*value) + "\n";
+  if (tied) text += "tie_word_embeddings: true\n";
+  SP_ASSIGN_OR_RETURN(Document doc, Document::Parse(id + " (model)", text));
+  return ParseModel(doc, id);
+}
+
+// The config keys of `type` that carry the case's dimensions; absent ones take the reader's
+// transformers defaults.
+ConfigKeys ConfigFor(const std::string& type, const YAML::Node& m, int64_t heads) {
+  const auto hidden = Int(m, "hidden"), layers = Int(m, "layers"), ffn = Int(m, "ffn");
+  const auto experts = Int(m, "experts"), topk = Int(m, "topk"), moe_ffn = Int(m, "moe_ffn");
+  if (type == "bloom")  // BloomMLP is always 4h
+    return {{"vocab_size", Int(m, "vocab")}, {"hidden_size", hidden}, {"n_layer", layers}, {"n_head", heads}};
+  if (type == "gpt2")
+    return {{"vocab_size", Int(m, "vocab")}, {"n_embd", hidden}, {"n_layer", layers}, {"n_head", heads},
+            {"n_inner", ffn}, {"n_positions", FirstInt(Str(m, "seq_len")).value_or(2048)}};
+  if (type == "opt")
+    return {{"vocab_size", Int(m, "vocab")}, {"hidden_size", hidden}, {"num_hidden_layers", layers},
+            {"num_attention_heads", heads}, {"ffn_dim", ffn.value_or(4 * hidden.value_or(0))}};
+  ConfigKeys k = {{"vocab_size", Int(m, "vocab")}, {"hidden_size", hidden}, {"num_hidden_layers", layers},
+                  {"num_attention_heads", heads}, {"num_key_value_heads", Int(m, "kv_heads").value_or(heads)},
+                  {"head_dim", Int(m, "head_dim")}, {"intermediate_size", type == "mixtral" ? moe_ffn : ffn}};
+  auto add = [&](ConfigKeys more) { k.insert(k.end(), more.begin(), more.end()); };
+  if (type == "mixtral") add({{"num_local_experts", experts}, {"num_experts_per_tok", topk}});
+  if (type == "qwen3_moe")
+    add({{"num_experts", experts}, {"num_experts_per_tok", topk}, {"moe_intermediate_size", moe_ffn}});
+  if (type == "deepseek_v3")
+    add({{"n_routed_experts", experts}, {"num_experts_per_tok", topk}, {"moe_intermediate_size", moe_ffn},
+         {"n_shared_experts", Int(m, "shared_experts")}, {"first_k_dense_replace", Int(m, "dense_layers")},
+         {"q_lora_rank", IntAfter(Str(m, "attention"), "q_lora_rank=")},
+         {"kv_lora_rank", IntAfter(Str(m, "attention"), "kv_lora_rank=")},
+         {"num_nextn_predict_layers", Int(m, "mtp_layers")}});
+  return k;
+}
+
+bool MapModel(const Fields& f, PublicCase& pc) {
+  const YAML::Node& m = f.model;
+  const auto hidden = Int(m, "hidden");
+  if (!Int(m, "layers") || !hidden) return Skip(pc, "model dimensions not stated (" + Str(m, "name") + ")");
+  const auto type_it = kModelTypes.find(Str(m, "family"));
+  if (type_it == kModelTypes.end()) return Skip(pc, "model family '" + Str(m, "family") + "' has no model_type");
+  const std::string& type = type_it->second;
+  if (Str(m, "family") == "mpt") pc.assumed.push_back("MPT read as gpt2 (ALiBi and no biases not distinguished)");
+  if (!Int(m, "heads")) pc.assumed.push_back("heads = hidden / 128 (not stated)");
+  if (!Int(m, "vocab")) pc.assumed.push_back("vocab: the transformers default for " + type);
+  const ConfigKeys keys = ConfigFor(type, m, Int(m, "heads").value_or(*hidden / 128));
+  StatusOr<ModelSpec> spec = ParseConfig(pc.id, type, keys, false);
+  if (!spec.ok()) return Skip(pc, "model: " + spec.status().message());
+  // Llama-style configs do not say whether the head is tied (Llama 3.2 1B/3B tie it): take
+  // the choice whose parameter count is nearer the case's params_b.
+  const auto billions = Number(m, "params_b");
+  if (billions && !spec->tied_embeddings && (type == "llama" || type == "mixtral" || type == "qwen3_moe")) {
+    const double untied = static_cast<double>(CountParams(*spec).total);
+    const double tied = untied - static_cast<double>(spec->vocab * spec->hidden);
+    if (std::fabs(tied - *billions * 1e9) < std::fabs(untied - *billions * 1e9)) {
+      spec = ParseConfig(pc.id, type, keys, true);
+      if (!spec.ok()) return Skip(pc, "model: " + spec.status().message());
+      pc.assumed.push_back("tied embeddings (nearer params_b)");
+    }
+  }
+  pc.model = *spec;
+  return true;
+}
+
+// ---- Cluster: a catalog GPU with the case's memory, on a built-in node of its kind.
+
+bool MapCluster(const Fields& f, PublicCase& pc) {
+  const YAML::Node& c = f.cluster;
+  const std::string gpu_text = Lower(Str(c, "gpu"));
+  const GpuRule* rule = nullptr;
+  for (const GpuRule& r : kGpuRules)
+    if (gpu_text.find(r.keyword) != std::string::npos && gpu_text.find(r.and_keyword) != std::string::npos) {
+      rule = &r;
+      break;
+    }
+  static const GpuRule kUnnamed = {"", "", "a100-sxm-80gb", "dgx-a100"};
+  if (!rule) {
+    rule = &kUnnamed;
+    pc.assumed.push_back("GPU model not stated: an A100-class GPU of the stated memory");
+  }
+  StatusOr<GpuSpec> gpu = CatalogGpu(rule->catalog);
+  StatusOr<ClusterSpec> base = LoadCluster(rule->cluster);
+  if (!gpu.ok() || !base.ok()) return Skip(pc, "built-in config missing: " + std::string(rule->catalog));
+  const auto gib = Number(c, "mem_gib"), nominal = Number(c, "mem_gb_nominal");
+  if (gib) {
+    gpu->memory_bytes = std::llround(*gib * kGiB);
+  } else if (nominal && std::fabs(ToGiB(gpu->memory_bytes) - *nominal) > 0.02 * *nominal) {
+    // Usable share of the nominal size as the H100 80GB shows it (81559 of 81920 MiB).
+    gpu->memory_bytes = std::llround(*nominal * (81559.0 / 81920.0) * kGiB);
+    pc.assumed.push_back("capacity " + FormatBytes(gpu->memory_bytes) + " from the nominal " +
+                         Str(c, "mem_gb_nominal") + " GB");
+  }
+  gpu->display_name = Str(c, "gpu");
+  const auto total = Int(c, "total_gpus");
+  const int64_t per_node = std::min(Int(c, "gpus_per_node").value_or(1), total.value_or(1));
+  if (!total || per_node < 1 || *total % per_node != 0) return Skip(pc, "cluster: GPU count not stated as whole nodes");
+  ClusterSpec spec = *base;
+  spec.name = pc.id;
+  spec.gpu = *gpu;
+  spec.gpus_per_node = static_cast<int>(per_node);
+  spec.nodes = static_cast<int>(*total / per_node);
+  if (auto host_gb = Number(c, "cpu_ram_gb")) spec.host_memory_bytes = std::llround(*host_gb * 1e9);
+  pc.cluster = spec;
+  return true;
+}
+
+// ---- Workload.
+
+Dtype PrecisionFrom(const std::string& text) {
+  const std::string t = Lower(text);
+  if (t.find("4-bit") != std::string::npos) return Dtype::kBf16;  // QLoRA: bf16 compute
+  if (t.find("fp32") != std::string::npos) return Dtype::kFp32;
+  if (t.find("fp8") != std::string::npos || t.find("float8") != std::string::npos) return Dtype::kFp8;
+  if (t.find("fp16") != std::string::npos) return Dtype::kFp16;
+  return Dtype::kBf16;
+}
+
+void MapLora(const std::string& peft, PublicCase& pc) {
+  static const std::map<std::string, std::vector<std::string>> kTargets = {
+      {"q", {"q_proj"}},       {"k", {"k_proj"}},   {"v", {"v_proj"}},       {"o", {"o_proj"}},
+      {"output_proj", {"o_proj"}}, {"gate", {"gate_proj"}}, {"up", {"up_proj"}}, {"down", {"down_proj"}},
+      {"mlp", {"gate_proj", "up_proj", "down_proj"}}};
+  LoraSpec& lora = pc.workload.lora;
+  if (auto r = IntAfter(peft, "r=")) lora.rank = *r;
+  else pc.assumed.push_back("LoRA rank " + std::to_string(lora.rank) + " (not stated)");
+  const size_t on = peft.find(" on ");  // "LoRA r=8 on q,v,output_proj + MLP"
+  if (on == std::string::npos) return pc.assumed.push_back("LoRA on every projection (targets not stated)");
+  std::string words = Lower(peft.substr(on + 4));
+  if (words.find("all linear") != std::string::npos) return void(lora.targets = {"all-linear"});
+  std::replace_if(words.begin(), words.end(), [](unsigned char ch) { return !std::isalnum(ch) && ch != '_'; }, ' ');
+  lora.targets.clear();
+  std::istringstream in(words);
+  for (std::string w; in >> w;)
+    if (const auto it = kTargets.find(w); it != kTargets.end())
+      lora.targets.insert(lora.targets.end(), it->second.begin(), it->second.end());
+}
+
+// The longest ISL/OSL pair a serving table reports: a single sequence of that length ran.
+void LongestServedContext(const YAML::Node& outcome, InferenceSpec& in) {
+  for (const auto& table : outcome) {
+    if (!table.second.IsMap() || Lower(table.first.Scalar()).find("isl_osl") == std::string::npos) continue;
+    for (const auto& kv : table.second) {
+      const std::string key = kv.first.Scalar();
+      const size_t slash = key.find('/');
+      auto isl = ParseInt(key.substr(0, slash)), osl = ParseInt(key.substr(slash + 1));
+      if (slash != std::string::npos && isl && osl && *isl + *osl > in.prompt_len + in.gen_len)
+        in.prompt_len = *isl, in.gen_len = *osl;
+    }
+  }
+}
+
+bool MapWorkload(const Fields& f, PublicCase& pc) {
+  static const std::map<std::string, Task> kTasks = {
+      {"training-dense", Task::kPretrain}, {"training-moe", Task::kPretrain}, {"finetune-full", Task::kFinetune},
+      {"finetune-lora", Task::kLora}, {"finetune-qlora", Task::kQlora}, {"inference", Task::kInference}};
+  const auto task = kTasks.find(f.category);
+  if (task == kTasks.end()) return Skip(pc, "category '" + f.category + "' is not a task");
+  Workload& w = pc.workload;
+  w.task = task->second;
+  w.name = f.category;
+  const std::string precision = Str(f.layout, "precision");
+  w.precision = PrecisionFrom(precision);
+  if (w.precision == Dtype::kFp8) pc.unmodelled.push_back("FP8 weight copies and scaling state (fp8 counted as bf16)");
+  if (Optimizer o; ParseOptimizer(Lower(Str(f.layout, "optimizer")), &o)) w.optimizer = o;
+  if (w.lora_like()) MapLora(Str(f.layout, "peft"), pc);
+  const auto seq = f.seq_override ? f.seq_override : FirstInt(Str(f.model, "seq_len"));
+  if (w.training()) {
+    if (!seq) return Skip(pc, "sequence length not stated (" + Str(f.model, "seq_len") + ")");
+    w.seq_len = *seq;
+    return true;
+  }
+  if (Mentions(Str(f.layout, "offload"), "offload")) return Skip(pc, "serving with offloaded weights is not modelled");
+  InferenceSpec& in = w.inference;
+  in.batch = 1;
+  const bool fp4 = Mentions(precision, "fp4");
+  in.weights = fp4 ? Dtype::kInt4 : w.precision == Dtype::kFp32 ? Dtype::kBf16 : w.precision;
+  if (fp4) pc.assumed.push_back("FP4 weights counted as int4 (0.5 B + group scales)");
+  if (Mentions(precision, "fp16 kv")) in.kv_cache = Dtype::kFp16;
+  if (auto util = Number(f.layout, "gpu_memory_utilization")) in.gpu_memory_utilization = *util;
+  if (seq) {
+    in.prompt_len = *seq;
+    in.gen_len = 0;
+  } else {
+    in.prompt_len = in.gen_len = 0;
+    LongestServedContext(f.outcome, in);
+    if (in.prompt_len + in.gen_len == 0) in.prompt_len = in.gen_len = 1024;
+    pc.assumed.push_back("one sequence of " + std::to_string(in.prompt_len) + " + " + std::to_string(in.gen_len) +
+                         " tokens");
+  }
+  return true;
+}
+
+// ---- Layout: the --layout text, with the framework from the source.
+
+// key=value pairs in the order they are set; later keys win in ParseLayout.
+struct LayoutText {
+  std::string text;
+  void Put(const std::string& key, const std::string& value) { text += (text.empty() ? "" : ",") + key + "=" + value; }
+  void Put(const std::string& key, int64_t value) { Put(key, std::to_string(value)); }
+};
+
+std::string BalancedStages(int64_t layers, int64_t pp) {
+  std::string s;
+  for (int64_t i = 0; i < pp; ++i) s += (i ? "/" : "") + std::to_string(layers / pp + (i < layers % pp ? 1 : 0));
+  return s;
+}
+
+// Recomputation: the field, the ablation knob, or a ladder row's inherited setting.
+std::string MapRecompute(const Fields& f, PublicCase& pc) {
+  const std::string stated = Str(f.layout, "recompute");
+  const std::string text = Lower(stated + " " + Str(f.layout, "knobs"));
+  const Override* o = FindOverride(pc.id);
+  if (o && o->unmodelled) pc.unmodelled.push_back(o->unmodelled);
+  if (o && o->ac) return o->ac;
+  if (text.find("full") != std::string::npos || text.find("activation checkpointing") != std::string::npos)
+    return "full";
+  if (text.find("selective") != std::string::npos) {
+    if (text.find(':') != std::string::npos)  // Megatron --recompute-modules
+      pc.unmodelled.push_back("recompute of the named modules (" + stated + "); read as selective");
+    return "selective";
+  }
+  if (f.seq_override) {
+    pc.assumed.push_back("gradient checkpointing on (the case's inferred note)");
+    return "full";
+  }
+  if (text.find("none") == std::string::npos)
+    pc.assumed.push_back("recompute " + (stated.empty() ? std::string("not stated") : "'" + stated + "'") + ": none");
+  return "none";
+}
+
+// Micro-batch and global batch (sequences per optimizer step).
+void MapBatch(const YAML::Node& l, int64_t dp, PublicCase& pc, LayoutText& out) {
+  const int64_t mbs = Int(l, "micro_batch").value_or(1);
+  auto global = Int(l, "global_batch");
+  if (auto local = Int(l, "local_batch_per_dp_rank")) global = *local * dp;  // torchtitan: micro-batches of 1 under PP
+  else if (!Int(l, "micro_batch")) pc.assumed.push_back("micro-batch 1 (not stated)");
+  if (!global) {
+    global = mbs * dp * Int(l, "grad_accum").value_or(1);
+    pc.assumed.push_back("global batch " + std::to_string(*global) + " (not stated)");
+  }
+  pc.workload.global_batch = *global;
+  out.Put("mbs", mbs);
+}
+
+// Sequence parallelism, offload, resharding and what the model lacks for this stack.
+void MapStackDefaults(const Fields& f, Framework framework, int64_t tp, int64_t pp, PublicCase& pc, LayoutText& out) {
+  const YAML::Node& l = f.layout;
+  // SP: stated, or on with TP where the stack turns it on by default (NeMo and Megatron-Bridge
+  // recipes, torchtitan's TP plan); Megatron-LM's --sequence-parallel is opt-in.
+  const std::string sp = Lower(Str(l, "sp"));
+  const bool default_on =
+      framework == Framework::kTorchtitan || (framework == Framework::kMegatron && f.repo != "NVIDIA/Megatron-LM");
+  const bool sp_on = sp == "true" || sp.find("on") != std::string::npos || (sp.empty() && tp > 1 && default_on);
+  if (sp.empty() && tp > 1)
+    pc.assumed.push_back(std::string("sequence parallel ") + (sp_on ? "on" : "off") + " (the stack's default)");
+  out.Put("sp", sp_on ? "on" : "off");
+  // Offload: ZeRO-Offload / FSDP CPUOffload as the prose names it.
+  const std::string offload = Lower(Str(l, "offload"));
+  const bool none = offload.empty() || offload.rfind("none", 0) == 0;
+  if (!none && (offload.find("param") != std::string::npos || offload.find("zero-3") != std::string::npos))
+    out.Put("offload_params", "cpu");
+  if (!none || Str(l, "optimizer_offload") == "true") out.Put("offload_optimizer", "cpu");
+  // torchtitan keeps gathered parameters across micro-batches under PP (parallelize.py sets
+  // reshard_after_forward = False when pp is enabled).
+  if (framework == Framework::kTorchtitan && pp > 1) {
+    out.Put("reshard", "off");
+    pc.assumed.push_back("reshard_after_forward off (torchtitan's default under PP)");
+  }
+  if (Mentions(Str(l, "fsdp"), "hsdp")) pc.assumed.push_back("HSDP split not stated: fully sharded over dp");
+  if (Mentions(Str(l, "zero_note"), "not sharded"))
+    pc.unmodelled.push_back("BF16_Optimizer fp32 gradient-accumulation buffer (4 B/param, unsharded)");
+  if (f.repo == "pytorch/torchtune" && pc.workload.task == Task::kFinetune)  // recipe dtype: bf16
+    pc.unmodelled.push_back("pure bf16 training: bf16 weights, grads and AdamW states, no fp32 master");
+}
+
+bool MapLayout(const Fields& f, PublicCase& pc) {
+  const YAML::Node& l = f.layout;
+  const int64_t tp = Int(l, "tp").value_or(1), pp = Int(l, "pp").value_or(1), cp = Int(l, "cp").value_or(1);
+  const int64_t vpp = Int(l, "vpp").value_or(1), world = pc.cluster.world_size();
+  const int64_t dp = Int(l, "dp").value_or(world / std::max<int64_t>(1, tp * pp * cp));
+  if (dp * tp * pp * cp != world)
+    return Skip(pc, "layout: dp x tp x pp x cp does not cover " + std::to_string(world) + " GPUs");
+  LayoutText out;
+  out.Put("tp", tp), out.Put("pp", pp), out.Put("cp", cp), out.Put("dp", dp), out.Put("ep", Int(l, "ep").value_or(1));
+  if (vpp > 1) out.Put("vpp", vpp);
+  if (vpp > 1 && pc.model.layers % (pp * vpp) != 0) {
+    out.Put("stages", BalancedStages(pc.model.layers, pp));
+    const std::string stated = Str(l, "pp_layout");
+    pc.assumed.push_back("uneven pipeline split, balanced (" + (stated.empty() ? "not stated" : "pp_layout " + stated) +
+                         ")");
+  }
+  if (pc.workload.training()) {
+    Framework framework = Framework::kTorchtitan;  // a paper without a repository: Meta's FSDP + TP + PP stack
+    if (const auto fw = kFrameworks.find(f.repo); fw != kFrameworks.end()) framework = fw->second;
+    else if (!f.repo.empty()) return Skip(pc, "no framework known for source " + f.repo);
+    else pc.assumed.push_back("framework torchtitan (the paper's FSDP + TP + PP stack)");
+    out.Put("framework", std::string(FrameworkName(framework)));
+    if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
+    out.Put("ac", MapRecompute(f, pc));
+    MapBatch(l, dp, pc, out);
+    MapStackDefaults(f, framework, tp, pp, pc, out);
+  }
+  pc.layout = out.text;
+  return true;
+}
+
+PublicCase MapCase(const YAML::Node& c) {
+  PublicCase pc;
+  pc.id = Str(c, "id");
+  Fields f{Section(c, "model"), Section(c, "cluster"), Section(c, "layout"), Section(c, "outcome"), Str(c, "category"),
+           Str(Section(c, "source"), "repo"), std::nullopt};
+  pc.source = f.repo.empty() ? Str(Section(c, "source"), "paper") : f.repo;
+  MapOutcome(f, pc);
+  if (MapModel(f, pc) && MapCluster(f, pc) && MapWorkload(f, pc)) MapLayout(f, pc);
+  return pc;
+}
+
+}  // namespace
+
+std::string_view MetricName(Metric m) {
+  switch (m) {
+    case Metric::kNone: return "fit";
+    case Metric::kAllocated: return "allocated";
+    case Metric::kReserved: return "reserved";
+    case Metric::kDevice: return "nvidia-smi";
+    case Metric::kUnspecified: return "unstated~reserved";
+    case Metric::kWeights: return "weights";
+    case Metric::kKvBudget: return "kv-budget";
+  }
+  return "?";
+}
+
+StatusOr<std::vector<PublicCase>> ReadPublicCases(const std::string& path) {
+  SP_ASSIGN_OR_RETURN(Document doc, Document::Load(path));
+  const YAML::Node cases = doc.root()["cases"];
+  if (!cases || !cases.IsSequence()) return doc.ErrorAt(doc.root(), "cases: expected a list of published runs");
+  std::vector<PublicCase> out;
+  for (const YAML::Node& c : cases) {
+    if (!c.IsMap() || Str(c, "id").empty()) return doc.ErrorAt(c, "expected a case with an id");
+    out.push_back(MapCase(c));
+  }
+  return out;
+}
+
+}  // namespace shardplan::bench

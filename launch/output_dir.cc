@@ -1,0 +1,115 @@
+#include "launch/output_dir.h"
+
+#include <fmt/format.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+namespace shardplan::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+Status CheckNames(const std::vector<EmittedFile>& files) {
+  for (const EmittedFile& f : files)
+    if (f.name.empty() || f.name == "." || f.name == ".." || f.name.find('/') != std::string::npos)
+      return Status::Internal("emit: bad output file name '" + f.name + "'");
+  return Status::Ok();
+}
+
+Status CheckConflicts(const fs::path& dir, const std::vector<EmittedFile>& files, bool force) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) return Status::Ok();
+  if (!fs::is_directory(dir, ec))
+    return Status::BadInput(dir.string() + ": exists and is not a directory");
+  if (force) return Status::Ok();
+  for (const EmittedFile& f : files)
+    if (fs::exists(dir / f.name, ec))
+      return Status::BadInput(fmt::format("{}: exists; pass --force to overwrite", (dir / f.name).string()));
+  return Status::Ok();
+}
+
+StatusOr<fs::path> MakeTempBeside(const fs::path& dir) {
+  std::error_code ec;
+  fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec) return Status::Internal(fmt::format("{}: cannot create: {}", parent.string(), ec.message()));
+  std::string tmpl = (parent / ("." + dir.filename().string() + ".tmp-XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr)
+    return Status::Internal(fmt::format("{}: cannot create a temporary directory", parent.string()));
+  return fs::path(tmpl);
+}
+
+Status WriteFile(const fs::path& path, const EmittedFile& f) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << f.text;
+  out.close();
+  if (!out) return Status::Internal(path.string() + ": write failed");
+  std::error_code ec;
+  fs::permissions(path, f.executable ? fs::perms(0755) : fs::perms(0644), ec);
+  if (ec) return Status::Internal(fmt::format("{}: chmod: {}", path.string(), ec.message()));
+  return Status::Ok();
+}
+
+// Copies what the existing directory holds (but the files about to be replaced) into tmp,
+// so that one rename swaps the whole directory.
+Status CopyExisting(const fs::path& dir, const fs::path& tmp, const std::vector<EmittedFile>& files) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    bool replaced = false;
+    for (const EmittedFile& f : files) replaced |= e.path().filename() == f.name;
+    if (replaced) continue;
+    fs::copy(e.path(), tmp / e.path().filename(),
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+    if (ec) return Status::Internal(fmt::format("{}: copy: {}", e.path().string(), ec.message()));
+  }
+  if (ec) return Status::Internal(fmt::format("{}: {}", dir.string(), ec.message()));
+  return Status::Ok();
+}
+
+Status Swap(const fs::path& dir, const fs::path& tmp) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    fs::rename(tmp, dir, ec);
+    return ec ? Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message())) : Status::Ok();
+  }
+  fs::path old = tmp;
+  old += ".old";
+  fs::rename(dir, old, ec);
+  if (ec) return Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message()));
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    std::error_code undo;
+    fs::rename(old, dir, undo);  // put the original back
+    return Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message()));
+  }
+  fs::remove_all(old, ec);
+  return Status::Ok();
+}
+
+Status Fill(const fs::path& dir, const fs::path& tmp, const std::vector<EmittedFile>& files) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) SP_RETURN_IF_ERROR(CopyExisting(dir, tmp, files));
+  for (const EmittedFile& f : files) SP_RETURN_IF_ERROR(WriteFile(tmp / f.name, f));
+  return Swap(dir, tmp);
+}
+
+}  // namespace
+
+Status WriteOutputDir(const std::string& dir_name, const std::vector<EmittedFile>& files, bool force) {
+  SP_RETURN_IF_ERROR(CheckNames(files));
+  fs::path dir = fs::path(dir_name).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();  // "out/" -> "out"
+  SP_RETURN_IF_ERROR(CheckConflicts(dir, files, force));
+  SP_ASSIGN_OR_RETURN(fs::path tmp, MakeTempBeside(dir));
+  std::error_code perm_ec;  // mkdtemp makes 0700; an output directory is shared
+  fs::permissions(tmp, fs::perms(0755), perm_ec);
+  Status s = Fill(dir, tmp, files);
+  std::error_code ec;
+  if (!s.ok()) fs::remove_all(tmp, ec);
+  return s;
+}
+
+}  // namespace shardplan::launch

@@ -1,0 +1,183 @@
+// The framework configs, key by key: batch identity, ZeRO blocks, accelerate YAML,
+// torchtitan degrees, Megatron flags, and the rules that reject what a framework can't do.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+
+#include "launch/accelerate_config.h"
+#include "launch/deepspeed_config.h"
+#include "launch/megatron_args.h"
+#include "launch/torchtitan_config.h"
+#include "tests/launch/test_plans.h"
+
+namespace shardplan::launch::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+JobShape Shape(const Plan& p) {
+  StatusOr<JobShape> s = ShapeOf(p);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? *s : JobShape{};
+}
+
+TEST(JobShapeTest, DataParallelIsWorldOverTpTimesPp) {
+  const JobShape s = Shape(TpPpZero1MultiNode());
+  EXPECT_EQ(s.world, 32);
+  EXPECT_EQ(s.nodes, 4);
+  EXPECT_EQ(s.procs_per_node, 8);
+  EXPECT_EQ(s.dp, 2);                  // 32 / (tp 8 x pp 2), as Megatron-DeepSpeed's mpu says
+  EXPECT_EQ(s.global_batch, 1 * 16 * 2);
+}
+
+TEST(JobShapeTest, RejectsBrokenBatchIdentity) {
+  Plan p = FsdpOneNode();
+  p.layout.grad_accum = 3;  // 2 x 3 x 8 = 48, workload says 64
+  EXPECT_THAT(ShapeOf(p).status().message(), HasSubstr("batch identity"));
+}
+
+TEST(JobShapeTest, RejectsTpGroupAcrossNodes) {
+  Plan p = TpPpZero1MultiNode();
+  p.cluster = H100Cluster(8, 4);  // 4-GPU nodes cannot hold tp 8
+  EXPECT_THAT(ShapeOf(p).status().message(), HasSubstr("spans nodes"));
+}
+
+TEST(JobShapeTest, RejectsMoreGpusThanTheCluster) {
+  Plan p = FsdpOneNode();
+  p.cluster = H100Cluster(1, 4);
+  EXPECT_EQ(ShapeOf(p).status().code(), Code::kBadInput);
+}
+
+TEST(DeepSpeedConfigTest, StandaloneIsConcrete) {
+  const Plan p = TpPpZero1MultiNode();
+  const auto j = DeepSpeedJson(p, Shape(p), DeepSpeedFlavor::kStandalone);
+  EXPECT_EQ(j["train_batch_size"], 32);
+  EXPECT_EQ(j["train_micro_batch_size_per_gpu"], 1);
+  EXPECT_EQ(j["gradient_accumulation_steps"], 16);
+  EXPECT_EQ(j["gradient_clipping"], 1.0);
+  EXPECT_EQ(j["bf16"]["enabled"], true);
+  EXPECT_FALSE(j.contains("fp16"));
+  EXPECT_EQ(j["zero_optimization"]["stage"], 1);
+  EXPECT_EQ(j["zero_optimization"]["reduce_bucket_size"], 500000000);
+  EXPECT_EQ(j["activation_checkpointing"]["partition_activations"], true);  // tp 8
+  EXPECT_THAT(j.dump(), Not(HasSubstr("auto")));
+}
+
+TEST(DeepSpeedConfigTest, Zero3NvmeWritesOffloadAioAndHpz) {
+  const Plan p = Zero3NvmeOffload();
+  const auto j = DeepSpeedJson(p, Shape(p), DeepSpeedFlavor::kStandalone);
+  const auto& z = j["zero_optimization"];
+  EXPECT_EQ(z["stage"], 3);
+  EXPECT_EQ(z["offload_param"]["device"], "nvme");
+  EXPECT_EQ(z["offload_param"]["nvme_path"], "/local_nvme");
+  EXPECT_GE(z["offload_param"]["buffer_size"].get<int64_t>(), 128256LL * 8192);  // the embedding
+  EXPECT_EQ(z["offload_optimizer"]["device"], "nvme");
+  EXPECT_EQ(z["stage3_prefetch_bucket_size"], 8192LL * 8192 * 9 / 10);
+  EXPECT_EQ(z["stage3_param_persistence_threshold"], 10 * 8192);
+  EXPECT_EQ(z["zero_hpz_partition_size"], 8);
+  EXPECT_TRUE(j.contains("aio"));
+  EXPECT_EQ(j["fp16"]["enabled"], true);
+  EXPECT_FALSE(j.contains("bf16"));
+}
+
+TEST(DeepSpeedConfigTest, HfFlavourUsesAutoWhereTheTrainerFillsIn) {
+  const Plan p = Zero3NvmeOffload();
+  const auto j = DeepSpeedJson(p, Shape(p), DeepSpeedFlavor::kHfAuto);
+  for (const char* k : {"train_batch_size", "train_micro_batch_size_per_gpu",
+                        "gradient_accumulation_steps", "gradient_clipping"})
+    EXPECT_EQ(j[k], "auto") << k;
+  EXPECT_EQ(j["fp16"]["enabled"], "auto");
+  EXPECT_EQ(j["zero_optimization"]["reduce_bucket_size"], "auto");
+  EXPECT_EQ(j["zero_optimization"]["stage"], 3);  // never auto: the plan decided it
+  EXPECT_EQ(j["optimizer"]["params"]["lr"], "auto");
+}
+
+TEST(DeepSpeedConfigTest, RulesDeepSpeedEnforces) {
+  Plan p = TpPpZero1MultiNode();
+  p.layout.zero = 2;
+  EXPECT_THAT(CheckDeepSpeed(p).message(), HasSubstr("pipeline"));
+  p = FsdpOneNode();
+  p.layout.zero = 2;
+  p.layout.offload_params = Offload::kCpu;
+  EXPECT_THAT(CheckDeepSpeed(p).message(), HasSubstr("stage 3"));
+}
+
+TEST(AccelerateConfigTest, FsdpTwoWithLayerClassAndGlobalProcessCount) {
+  const Plan p = FsdpOneNode();
+  StatusOr<Emitted> e = AccelerateConfig(p, Shape(p));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const YAML::Node y = YAML::Load(e->files.at(0).text);
+  EXPECT_EQ(y["distributed_type"].as<std::string>(), "FSDP");
+  EXPECT_EQ(y["num_processes"].as<int>(), 8);
+  EXPECT_EQ(y["num_machines"].as<int>(), 1);
+  EXPECT_EQ(y["mixed_precision"].as<std::string>(), "bf16");
+  EXPECT_EQ(y["fsdp_config"]["fsdp_version"].as<int>(), 2);
+  EXPECT_TRUE(y["fsdp_config"]["fsdp_reshard_after_forward"].as<bool>());
+  EXPECT_EQ(y["fsdp_config"]["fsdp_transformer_layer_cls_to_wrap"].as<std::string>(), "LlamaDecoderLayer");
+  EXPECT_TRUE(y["fsdp_config"]["fsdp_activation_checkpointing"].as<bool>());
+}
+
+TEST(AccelerateConfigTest, DeepSpeedPlanPointsAtTheJson) {
+  const Plan p = Zero3NvmeOffload();
+  StatusOr<Emitted> e = AccelerateConfig(p, Shape(p));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const YAML::Node y = YAML::Load(e->files.at(0).text);
+  EXPECT_EQ(y["distributed_type"].as<std::string>(), "DEEPSPEED");
+  EXPECT_EQ(y["num_processes"].as<int>(), 16);
+  EXPECT_EQ(y["num_machines"].as<int>(), 2);
+  EXPECT_EQ(y["deepspeed_config"]["deepspeed_config_file"].as<std::string>(), "deepspeed_hf.json");
+}
+
+TEST(AccelerateConfigTest, RejectsPipelineParallelism) {
+  const Plan p = TpPpZero1MultiNode();
+  EXPECT_THAT(AccelerateConfig(p, Shape(p)).status().message(), HasSubstr("pipeline"));
+}
+
+TEST(TorchtitanConfigTest, DegreesMultiplyToTheWorld) {
+  const Plan p = TpPpZero1MultiNode();
+  StatusOr<Emitted> e = TorchtitanConfig(p, Shape(p));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  const std::string& t = e->files.at(0).text;
+  EXPECT_THAT(t, HasSubstr("data_parallel_shard_degree = 2\n"));
+  EXPECT_THAT(t, HasSubstr("tensor_parallel_degree = 8\n"));
+  EXPECT_THAT(t, HasSubstr("pipeline_parallel_degree = 2\n"));
+  EXPECT_THAT(t, HasSubstr("pipeline_parallel_schedule = \"1F1B\"\n"));
+  EXPECT_THAT(t, HasSubstr("local_batch_size = 16\n"));  // 16 microbatches of 1 in flight
+  EXPECT_THAT(t, HasSubstr("mode = \"selective\"\n"));
+}
+
+TEST(TorchtitanConfigTest, Float8WhenPlanned) {
+  Plan p = FsdpOneNode();
+  p.workload.precision = Dtype::kFp8;
+  StatusOr<Emitted> e = TorchtitanConfig(p, Shape(p));
+  ASSERT_TRUE(e.ok());
+  EXPECT_THAT(e->files.at(0).text, HasSubstr("converters = [\"quantize.linear.float8\"]"));
+  EXPECT_THAT(e->files.at(0).text, HasSubstr("enable_fsdp_float8_all_gather = true"));
+}
+
+TEST(MegatronArgsTest, ParallelismRecomputeAndBatch) {
+  const Plan p = TpPpZero1MultiNode();
+  StatusOr<std::vector<std::string>> f = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (const char* want : {"--tensor-model-parallel-size 8", "--pipeline-model-parallel-size 2",
+                           "--sequence-parallel", "--use-distributed-optimizer",
+                           "--recompute-granularity selective", "--micro-batch-size 1",
+                           "--global-batch-size 32", "--num-query-groups 8", "--bf16"})
+    EXPECT_NE(std::find(f->begin(), f->end(), want), f->end()) << want;
+}
+
+TEST(MegatronArgsTest, UnevenStagesAndRejectedZero) {
+  Plan p = TpPpZero1MultiNode();
+  p.model.layers = 79;  // 40 + 39: Megatron needs the first stage's size
+  StatusOr<std::vector<std::string>> f = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_NE(std::find(f->begin(), f->end(), "--decoder-first-pipeline-num-layers 40"), f->end());
+  p.layout.zero = 3;
+  EXPECT_THAT(MegatronFlags(p, Shape(p)).status().message(), HasSubstr("Megatron-FSDP"));
+}
+
+}  // namespace
+}  // namespace shardplan::launch::testing

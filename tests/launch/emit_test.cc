@@ -1,0 +1,147 @@
+// EmitPlan's choice of files, the launch scripts' rank order, and the all-or-nothing
+// output directory.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "launch/emit.h"
+#include "launch/launch_script.h"
+#include "launch/output_dir.h"
+#include "tests/launch/test_plans.h"
+
+namespace shardplan::launch::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const EmittedFile* Find(const Emitted& e, const std::string& name) {
+  for (const EmittedFile& f : e.files)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+Emitted MustEmit(const Plan& p, Format f, Launcher l) {
+  EmitOptions o;
+  o.format = f;
+  o.launcher = l;
+  StatusOr<Emitted> e = EmitPlan(p, o);
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  return e.ok() ? *e : Emitted{};
+}
+
+TEST(EmitTest, AllSkipsWhatAFrameworkCannotExpressAndSaysWhy) {
+  const Emitted e = MustEmit(TpPpZero1MultiNode(), Format::kAll, Launcher::kDeepSpeed);
+  EXPECT_NE(Find(e, "deepspeed.json"), nullptr);
+  EXPECT_NE(Find(e, "torchtitan.toml"), nullptr);
+  EXPECT_NE(Find(e, "megatron_args.sh"), nullptr);
+  EXPECT_EQ(Find(e, "accelerate_config.yaml"), nullptr);  // accelerate has no pipeline parallelism
+  ASSERT_NE(Find(e, "README.md"), nullptr);
+  EXPECT_THAT(Find(e, "README.md")->text, HasSubstr("no accelerate config: accelerate: no pipeline"));
+}
+
+TEST(EmitTest, RequestedFormatThatCannotExpressThePlanIsAnError) {
+  EmitOptions o;
+  o.format = Format::kAccelerate;
+  EXPECT_EQ(EmitPlan(TpPpZero1MultiNode(), o).status().code(), Code::kBadInput);
+}
+
+TEST(LaunchScriptTest, TorchrunMultiNodeUsesNodeRankForTheRankMap) {
+  const Emitted e = MustEmit(Zero3NvmeOffload(), Format::kDeepSpeed, Launcher::kTorchrun);
+  const std::string& t = Find(e, "launch.sh")->text;
+  EXPECT_THAT(t, HasSubstr("--nnodes 2"));
+  EXPECT_THAT(t, HasSubstr("--nproc-per-node 8"));
+  EXPECT_THAT(t, HasSubstr("--node-rank \"$NODE_RANK\""));
+  EXPECT_THAT(t, HasSubstr("--deepspeed_config deepspeed.json"));
+  EXPECT_TRUE(Find(e, "launch.sh")->executable);
+}
+
+TEST(LaunchScriptTest, DeepSpeedLauncherWritesHostfileInNodeOrder) {
+  const Emitted e = MustEmit(TpPpZero1MultiNode(), Format::kDeepSpeed, Launcher::kDeepSpeed);
+  const std::string& h = Find(e, "hostfile")->text;
+  EXPECT_THAT(h, HasSubstr("node-0 slots=8\nnode-1 slots=8\nnode-2 slots=8\nnode-3 slots=8\n"));
+  EXPECT_THAT(Find(e, "launch.sh")->text, HasSubstr("--hostfile hostfile"));
+}
+
+TEST(LaunchScriptTest, MpirunMapsEightRanksPerNodeNodeMajor) {
+  const Emitted e = MustEmit(TpPpZero1MultiNode(), Format::kMegatron, Launcher::kMpirun);
+  const std::string& t = Find(e, "launch.sh")->text;
+  EXPECT_THAT(t, HasSubstr("-np 32"));
+  EXPECT_THAT(t, HasSubstr("--map-by ppr:8:node"));
+  EXPECT_THAT(t, HasSubstr("--rank-by slot"));
+  EXPECT_THAT(t, HasSubstr("RANK=$OMPI_COMM_WORLD_RANK"));
+  EXPECT_THAT(t, HasSubstr("-x CUDA_DEVICE_MAX_CONNECTIONS"));
+  EXPECT_THAT(t, HasSubstr("\"${MEGATRON_ARGS[@]}\""));
+}
+
+TEST(LaunchScriptTest, SlurmHeader) {
+  const Emitted e = MustEmit(TpPpZero1MultiNode(), Format::kTorchtitan, Launcher::kSlurm);
+  const std::string& t = Find(e, "job.sbatch")->text;
+  EXPECT_THAT(t, HasSubstr("#SBATCH --nodes=4\n#SBATCH --ntasks-per-node=1\n#SBATCH --gpus-per-node=8\n"));
+  EXPECT_THAT(t, HasSubstr("--node-rank \"$SLURM_NODEID\""));
+  EXPECT_THAT(t, HasSubstr("-m torchtitan.train"));
+}
+
+class OutputDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("launch_output_dir_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  static std::string Read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  int Entries() const { return static_cast<int>(std::distance(fs::directory_iterator(root_), {})); }
+  fs::path root_;
+  std::vector<EmittedFile> files_ = {{"a.json", "{}\n", false}, {"launch.sh", "#!/bin/sh\n", true}};
+};
+
+TEST_F(OutputDirTest, CreatesTheDirectoryWithModes) {
+  ASSERT_TRUE(WriteOutputDir((root_ / "out").string(), files_, false).ok());
+  EXPECT_EQ(Read(root_ / "out" / "a.json"), "{}\n");
+  EXPECT_NE(fs::status(root_ / "out" / "launch.sh").permissions() & fs::perms::owner_exec, fs::perms::none);
+  EXPECT_EQ(Entries(), 1);  // no temporary directory left beside it
+}
+
+TEST_F(OutputDirTest, RefusesToOverwriteWithoutForce) {
+  fs::create_directories(root_ / "out");
+  std::ofstream(root_ / "out" / "a.json") << "mine";
+  Status s = WriteOutputDir((root_ / "out").string(), files_, false);
+  EXPECT_EQ(s.code(), Code::kBadInput);
+  EXPECT_THAT(s.message(), HasSubstr("--force"));
+  EXPECT_EQ(Read(root_ / "out" / "a.json"), "mine");
+  EXPECT_FALSE(fs::exists(root_ / "out" / "launch.sh"));  // nothing half-written
+  EXPECT_EQ(Entries(), 1);
+}
+
+TEST_F(OutputDirTest, ForceReplacesAndKeepsOtherFiles) {
+  fs::create_directories(root_ / "out");
+  std::ofstream(root_ / "out" / "a.json") << "old";
+  std::ofstream(root_ / "out" / "notes.txt") << "keep";
+  ASSERT_TRUE(WriteOutputDir((root_ / "out").string(), files_, true).ok());
+  EXPECT_EQ(Read(root_ / "out" / "a.json"), "{}\n");
+  EXPECT_EQ(Read(root_ / "out" / "notes.txt"), "keep");
+  EXPECT_EQ(Entries(), 1);
+}
+
+TEST_F(OutputDirTest, ErrorLeavesNothingBehind) {
+  std::ofstream(root_ / "file") << "x";  // the output path is a file
+  EXPECT_FALSE(WriteOutputDir((root_ / "file").string(), files_, true).ok());
+  files_.push_back({"../escape", "x", false});
+  EXPECT_FALSE(WriteOutputDir((root_ / "out").string(), files_, false).ok());
+  EXPECT_FALSE(fs::exists(root_ / "out"));
+  EXPECT_EQ(Entries(), 1);
+}
+
+}  // namespace
+}  // namespace shardplan::launch::testing
