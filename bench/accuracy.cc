@@ -53,6 +53,7 @@ struct Row {
   const PublicCase* c = nullptr;
   Layout layout;
   MemoryEstimate estimate;
+  std::string recompute_note;  // set when an unstated recomputation was resolved
   int64_t measured = 0, predicted = 0;  // bytes; 0 measured = fit outcome only
   int peak_stage = 0;                   // index into estimate.stages where the metric peaks
   double error() const { return static_cast<double>(predicted) / static_cast<double>(measured) - 1; }
@@ -110,6 +111,20 @@ StatusOr<Row> Score(const PublicCase& c, const MemoryOptions& opt) {
   SP_ASSIGN_OR_RETURN(Layout parsed, ParseLayout(c.layout));
   SP_ASSIGN_OR_RETURN(r.layout, ResolveLayout(c.model, c.workload, c.cluster, parsed));
   r.estimate = EstimateMemory(c.model, c.workload, r.layout, c.cluster, opt);
+  // A run that ran with an unstated recomputation ran with one of them: for a fit-only case
+  // it fits when any mode fits (printed under `assumed`).
+  if (c.metric == Metric::kNone && c.fits && *c.fits && c.recompute_unstated && !r.estimate.gpu_fits) {
+    for (Recompute ac : {Recompute::kSelective, Recompute::kFull}) {
+      Layout l = r.layout;
+      l.ac = ac;
+      MemoryEstimate e = EstimateMemory(c.model, c.workload, l, c.cluster, opt);
+      if (!e.gpu_fits) continue;
+      r.layout = l;
+      r.estimate = std::move(e);
+      r.recompute_note = "recompute not stated: " + std::string(RecomputeName(ac)) + " is the first mode that fits";
+      break;
+    }
+  }
   const std::vector<StageMemory>& stages = r.estimate.stages;
   r.peak_stage = r.estimate.fullest_stage_index;
   for (size_t i = 0; i < stages.size(); ++i)  // the fullest rank for the source's metric (max across ranks)
@@ -164,6 +179,7 @@ std::string FitText(const Row& r) {
 void PrintVerbose(const Row& r) {
   fmt::print("    layout: {}\n", FormatLayout(r.layout));
   for (const std::string& a : r.c->assumed) fmt::print("    assumed: {}\n", a);
+  if (!r.recompute_note.empty()) fmt::print("    assumed: {}\n", r.recompute_note);
   for (const std::string& u : r.c->unmodelled) fmt::print("    not modelled: {}\n", u);
   const StageMemory& s = r.estimate.stages[static_cast<size_t>(r.peak_stage)];
   std::vector<const MemoryTerm*> live;

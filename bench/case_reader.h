@@ -45,6 +45,7 @@ struct PublicCase {
   std::vector<std::string> assumed;     // values the case does not state that the mapping chose
   std::vector<std::string> unmodelled;  // settings of the run the memory model has no term for
   std::string skip;                     // non-empty: why the case cannot be mapped
+  bool recompute_unstated = false;      // the source does not say which recomputation ran
 };
 
 // Every case of the file, mapped or with `skip` set. Errors only for a file that is not a

@@ -64,6 +64,20 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   return bytes;
 }
 
+// torchtitan's per-op SAC (activation_checkpoint.py, _save_list) saves every other matmul
+// output in forward order -- wq, wv, w1, w2 of wq wk wv wo w1 w3 w2 -- plus the attention
+// output and its log-sum-exp; the block input is kept by the checkpoint. MoE layers keep
+// about half of what no recomputation would.
+double TorchtitanSelectiveBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, double none_bytes) {
+  const ModelSpec& m = ctx.m;
+  if (IsMoeLayer(m, layer) || m.attention == AttentionKind::kMla) return none_bytes / 2;
+  const double sb = d.s * d.b;
+  const double replicated = 2 * sb * d.h + 2 * sb * d.h;  // block input, w2 output (the residual branch)
+  const double split = 2 * sb * static_cast<double>(2 * m.q_width() + m.kv_width() + m.intermediate) +
+                       4 * sb * static_cast<double>(m.heads);
+  return replicated / d.sp_div + split / d.t;
+}
+
 Dims DimsFor(const MemoryContext& ctx) {
   const Layout& l = ctx.l;
   Dims d;
@@ -92,7 +106,11 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // with flash attention holds only the LSE).
     const double sb = d.s * d.b;
     const double f = static_cast<double>(IsMoeLayer(ctx.m, layer) ? 0 : ctx.m.intermediate);
-    total -= (ctx.l.framework == Framework::kMegatron ? 4 * sb * static_cast<double>(ctx.m.heads) / d.t : 2 * sb * f / d.t + norms);
+    if (ctx.l.framework == Framework::kTorchtitan) {
+      total = TorchtitanSelectiveBytes(ctx, layer, d, total);
+    } else {
+      total -= ctx.l.framework == Framework::kMegatron ? 4 * sb * static_cast<double>(ctx.m.heads) / d.t : 2 * sb * f / d.t + norms;
+    }
   }
   return static_cast<int64_t>(std::max(total, input));
 }
@@ -132,8 +150,12 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   const double loss_bytes = l.framework == Framework::kMegatron ? 6 : 10;  // Megatron: bf16 + fp32 in the fused CE
   out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * loss_bytes), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
                  "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)"});
-  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 6), 2, Phase::kBackward, Phase::kBackward, Pool::kTorch,
-                 "fp32 and bf16 gradient of the logits at the start of backward"});
+  // Backward of the loss: the saved fp32 log-softmax, nll_loss's fp32 grad and
+  // log_softmax_backward's fp32 output live together (12 B); Megatron's fused
+  // vocab-parallel cross-entropy computes its grad in place (about 6 B).
+  const double grad_bytes = l.framework == Framework::kMegatron ? 6 : 12;
+  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * grad_bytes), 3, Phase::kBackward, Phase::kBackward,
+                 Pool::kTorch, "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"});
 }
 
 }  // namespace shardplan

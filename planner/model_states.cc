@@ -60,6 +60,12 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     double grads = l.zero == 2 ? wb * sharded : wb * full;
     Add(out, "gradients", grads, Phase::kBackward, Phase::kStep,
         l.zero == 2 ? "ZeRO-2 gradient partition (grads_in_partition), 2P/N" : "ZeRO-0/1: full bf16 grads until the reduce");
+    // With bf16 at ZeRO 0/1 (and under the pipeline engine) DeepSpeed runs BF16_Optimizer,
+    // which accumulates gradients in full fp32 buffers (bf16_optimizer.py
+    // fp32_groups_gradients; BLOOM's chronicles: +4 B/param, not sharded).
+    if (ctx.w.precision == Dtype::kBf16 && l.zero <= 1)
+      Add(out, "fp32_grad_accumulation", 4 * full, Phase::kSetup, Phase::kStep,
+          "BF16_Optimizer fp32 gradient accumulation buffer, 4 B/param, unsharded");
     // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements (x2 with overlap_comm).
     if (l.zero >= 1) Add(out, "reduce_bucket", wb * bucket, Phase::kBackward, Phase::kBackward, "DeepSpeed IPG bucket, reduce_bucket_size x 2 B");
     const double master_elems = l.zero >= 1 ? sharded : full;
@@ -123,6 +129,12 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // The root (embeddings, head) is not resharded after forward (reshard_after_forward None -> False).
   Add(out, "root_unsharded_params", wb * static_cast<double>(s.root_params), Phase::kForward, Phase::kBackward,
       "FSDP2 root module keeps its gathered params from forward to backward");
+  // torchtitan's pipeline schedules turn gradient sync off until the last micro-batch, so
+  // FSDP2 accumulates unsharded gradients in reduce_dtype (fp32): 4 B per stage param
+  // (memory-model.md 3.2, "gradient accumulation without sync").
+  if (l.framework == Framework::kTorchtitan && l.pp > 1 && l.grad_accum > 1)
+    Add(out, "unsharded_grads_no_sync", 4 * st.params, Phase::kBackward, Phase::kStep,
+        "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
   if (!l.reshard_after_forward || l.zero == 2)
     Add(out, "unsharded_params_kept", wb * (st.params - static_cast<double>(s.root_params)), Phase::kForward,
         Phase::kBackward, "reshard_after_forward=False / SHARD_GRAD_OP keeps 2P of bf16 params (memory-model.md 7.1)");
