@@ -77,5 +77,22 @@ expect plan-nothing-advice "$tmp/out" "more GPUs"
 check topology 0 -- "$bin" topology show dgx-h100
 expect topology-text "$tmp/out" "NVIDIA H100 80GB HBM3"
 
+# topology discover from captured nvidia-smi output; the YAML it writes is a cluster plan accepts
+data="$(cd "$(dirname "${BASH_SOURCE[0]}")/../topology/data" && pwd)"
+check discover 0 -- "$bin" topology discover --from-topo "$data/dgx_h100_topo.txt" --from-query "$data/dgx_h100_query.csv" -o "$tmp/found.yaml"
+expect discover-gpu "$tmp/found.yaml" "gpu: h100-sxm-80gb"
+check discover-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster "$tmp/found.yaml" --top 1
+check discover-half 2 -- "$bin" topology discover --from-topo "$data/dgx_h100_topo.txt"
+
+# emit: writes a directory once, refuses to overwrite without --force
+check emit 0 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm -o "$tmp/out1"
+[[ -f "$tmp/out1/README.md" ]] && passed=$((passed + 1)) || { echo "FAIL emit: no README"; failed=$((failed + 1)); }
+check emit-again 2 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm -o "$tmp/out1"
+check emit-force 0 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm -o "$tmp/out1" --force
+
+# validate: print the cluster command without running it
+check validate-print 0 -- "$bin" validate "$tmp/plan.yaml" --print-command
+expect validate-print-cmd "$tmp/out" "mpirun"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
