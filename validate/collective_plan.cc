@@ -1,0 +1,155 @@
+#include "validate/collective_plan.h"
+
+#include <algorithm>
+
+namespace shardplan::validate {
+namespace {
+
+void Add(std::vector<CollectiveStep>* out, std::string name, std::string group,
+         CollectiveKind kind, int64_t size, int elem, Phase phase, int64_t repeat,
+         std::string why, int direction = 0) {
+  if (size <= 0 || repeat <= 0) return;
+  CollectiveStep c;
+  c.name = std::move(name);
+  c.group = std::move(group);
+  c.kind = kind;
+  c.size_bytes = size;
+  c.elem_bytes = elem;
+  c.phase = phase;
+  c.repeat = repeat;
+  c.direction = direction;
+  c.why = std::move(why);
+  out->push_back(std::move(c));
+}
+
+// Parameters of `layer` on one rank: dense parts split by TP, routed experts by EP x ETP.
+int64_t LocalLayerParams(const ModelSpec& m, const Layout& l, int64_t layer) {
+  const int64_t experts = LayerExpertParams(m, layer);
+  return (LayerParams(m, layer) - experts) / l.tp + experts / (int64_t{l.ep} * l.etp);
+}
+
+// Elements of the adapters' gradients on this rank, from the estimate's own term: LoRA
+// adapters keep fp32 gradients (peft autocast_adapter_dtype), 4 B each.
+int64_t AdapterGradientElements(const StageMemory& stage) {
+  for (const MemoryTerm& t : stage.terms) {
+    if (t.name == "adapter_gradients") return t.bytes / 4;
+  }
+  return 0;
+}
+
+void AddTensorParallel(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
+  if (p.layout.tp <= 1) return;
+  const int64_t size = s.tokens * p.model.hidden * s.act_bytes;
+  const int64_t n = 2 * s.layers * s.micro;  // after attention and after the MLP of every layer
+  std::vector<Phase> phases = {Phase::kForward};
+  if (s.training) phases.push_back(Phase::kBackward);
+  for (Phase ph : phases) {
+    const std::string suffix = ph == Phase::kForward ? "_fwd" : "_bwd";
+    if (p.layout.sp) {
+      Add(out, "tp_all_gather" + suffix, "tp", CollectiveKind::kAllGather, size, s.act_bytes, ph,
+          n, "sequence-parallel all-gather of tokens x hidden before each TP block");
+      Add(out, "tp_reduce_scatter" + suffix, "tp", CollectiveKind::kReduceScatter, size,
+          s.act_bytes, ph, n, "sequence-parallel reduce-scatter of tokens x hidden after each TP block");
+    } else {
+      Add(out, "tp_all_reduce" + suffix, "tp", CollectiveKind::kAllReduce, size, s.act_bytes, ph, n,
+          "all-reduce of tokens x hidden after each row-parallel projection");
+    }
+  }
+}
+
+void AddContextParallel(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
+  const ModelSpec& m = p.model;
+  if (p.layout.cp <= 1) return;
+  const int64_t kv_per_token =
+      m.attention == AttentionKind::kMla
+          ? m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim)
+          : 2 * m.kv_width();
+  const int64_t kv_local = std::max<int64_t>(kv_per_token / p.layout.tp, 2 * m.head_dim);
+  const int64_t size = s.tokens * p.layout.cp * kv_local * s.act_bytes;  // the whole sequence
+  const int64_t n = s.layers * s.micro;
+  Add(out, "cp_all_gather_kv", "cp", CollectiveKind::kAllGather, size, s.act_bytes, Phase::kForward,
+      n, "all-gather of K and V over the sequence (Llama 3 context parallelism)");
+  if (!s.training) return;
+  Add(out, "cp_reduce_scatter_dkv", "cp", CollectiveKind::kReduceScatter, size, s.act_bytes,
+      Phase::kBackward, n, "reduce-scatter of the K and V gradients");
+}
+
+void AddExpertParallel(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
+  if (p.layout.ep <= 1 || s.moe_layers == 0) return;
+  const int64_t tokens = p.layout.sp && p.layout.tp > 1 ? s.tokens / p.layout.tp : s.tokens;
+  const int64_t size = tokens * p.model.experts_per_token * p.model.hidden * s.act_bytes;
+  const int64_t n = 2 * s.moe_layers * s.micro;  // dispatch and combine
+  Add(out, "ep_all_to_all_fwd", "ep", CollectiveKind::kAllToAll, size, s.act_bytes, Phase::kForward,
+      n, "token dispatch and combine: tokens x top-k x hidden per MoE layer");
+  if (!s.training) return;
+  Add(out, "ep_all_to_all_bwd", "ep", CollectiveKind::kAllToAll, size, s.act_bytes,
+      Phase::kBackward, n, "gradients of dispatch and combine");
+}
+
+void AddPipeline(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
+  const Layout& l = p.layout;
+  if (l.pp <= 1) return;
+  const int64_t tokens = l.sp && l.tp > 1 ? s.tokens / l.tp : s.tokens;
+  const int64_t size = tokens * p.model.hidden * s.act_bytes;
+  const int64_t n = s.micro * l.vpp;  // every micro-batch crosses every (virtual) stage boundary
+  Add(out, "pp_send_activations", "pp", CollectiveKind::kSendRecv, size, s.act_bytes,
+      Phase::kForward, n, "activations of a micro-batch to the next stage", +1);
+  if (!s.training) return;
+  Add(out, "pp_send_gradients", "pp", CollectiveKind::kSendRecv, size, s.act_bytes,
+      Phase::kBackward, n, "activation gradients to the previous stage", -1);
+}
+
+}  // namespace
+
+CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
+  const ModelSpec& m = plan.model;
+  const Workload& w = plan.workload;
+  const Layout& l = plan.layout;
+  CommShape s;
+  s.training = w.training();
+  const int64_t seqs = s.training ? l.mbs : (l.batch > 0 ? l.batch : w.inference.batch);
+  int64_t tokens = seqs * (s.training ? w.seq_len : w.inference.prompt_len);
+  if (!s.training) tokens = std::min(tokens, kServingBatchedTokens);  // prefill is chunked
+  s.tokens = tokens / std::max(l.cp, 1);
+  s.micro = s.training ? std::max(l.grad_accum, 1) : 1;
+  s.act_bytes = s.param_bytes = w.precision == Dtype::kFp32 ? 4 : 2;
+  const auto& stages = plan.memory.stages;
+  int64_t first = 0;
+  for (int i = 0; i < me.pp && i < static_cast<int>(stages.size()); ++i) first += stages[static_cast<size_t>(i)].layers;
+  s.layers = me.pp < static_cast<int>(stages.size()) ? stages[static_cast<size_t>(me.pp)].layers : 0;
+  for (int64_t i = first; i < first + s.layers; ++i) {
+    const bool moe = static_cast<size_t>(i) < m.moe_layer.size() ? m.moe_layer[static_cast<size_t>(i)]
+                                                                 : m.is_moe();
+    s.moe_layers += moe ? 1 : 0;
+    const int64_t local = LocalLayerParams(m, l, i);
+    s.local_params += local;
+    s.unit_params = std::max(s.unit_params, local);
+  }
+  if (me.pp == 0) s.local_params += FirstStageExtraParams(m) / l.tp;
+  if (me.pp == l.pp - 1) s.local_params += LastStageExtraParams(m) / l.tp;
+  s.grad_params = s.local_params;
+  if (w.lora_like() && me.pp < static_cast<int>(stages.size())) {
+    // Only adapters train, so only their gradients are synchronised.
+    const int64_t sharded = l.zero >= 2 ? l.shard_degree() : 1;
+    s.grad_params = AdapterGradientElements(stages[static_cast<size_t>(me.pp)]) * sharded;
+  }
+  return s;
+}
+
+std::vector<CollectiveStep> PlanCollectives(const Plan& plan, const RankPlace& me) {
+  const CommShape s = MakeCommShape(plan, me);
+  std::vector<CollectiveStep> out;
+  AddTensorParallel(plan, s, &out);
+  AddContextParallel(plan, s, &out);
+  AddExpertParallel(plan, s, &out);
+  AddPipeline(plan, s, &out);
+  if (s.training) {
+    for (CollectiveStep& c : DataParallelCollectives(plan.layout, s)) out.push_back(std::move(c));
+  }
+  // Stable by phase: a phase runs its collectives in the order added above.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CollectiveStep& a, const CollectiveStep& b) { return a.phase < b.phase; });
+  return out;
+}
+
+}  // namespace shardplan::validate

@@ -1,0 +1,57 @@
+// CollectivePlan: the collectives one rank runs in an iteration, by group and phase, with
+// sizes from the model and the layout (not from memory formulas): TP all-reduce or, with
+// sequence parallelism, all-gather + reduce-scatter of activations; CP all-gather of K/V;
+// EP all-to-all dispatch and combine; PP neighbour send/recv; and the data-parallel traffic
+// of the framework -- DDP/ZeRO-0 all-reduce buckets, ZeRO-1/2 reduce-scatter + all-gather
+// buckets, ZeRO-3/FSDP all-gather of parameter units and reduce-scatter of gradients, HSDP
+// replica all-reduce. Bucket sizes are each framework's defaults (constants below).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/plan.h"
+#include "validate/manifest.h"
+
+namespace shardplan::validate {
+
+// DeepSpeed reduce_bucket_size and allgather_bucket_size default: 5e8 elements
+// (deepspeed/runtime/zero/config.py; memory-model.md 1.4).
+constexpr int64_t kDeepSpeedBucketElems = 500'000'000;
+// DeepSpeed stage3_prefetch_bucket_size default: 5e7 elements (same file).
+constexpr int64_t kDeepSpeedPrefetchElems = 50'000'000;
+// PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
+constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;
+// Megatron DDP bucket: max(40M, 1M x dp) elements
+// (megatron/core/distributed/distributed_data_parallel.py).
+constexpr int64_t kMegatronMinBucketElems = 40'000'000;
+constexpr int64_t kMegatronBucketElemsPerRank = 1'000'000;
+
+// vLLM's max_num_batched_tokens default for its profile run and scheduler budget: one
+// serving step forwards at most this many tokens (vllm/config SchedulerConfig; the memory
+// model's activation_workspace uses the same figure).
+constexpr int64_t kServingBatchedTokens = 8192;
+
+// What the sizes of one rank's collectives depend on.
+struct CommShape {
+  bool training = true;
+  int64_t tokens = 0;          // tokens of one micro-batch on this rank (after CP)
+  int64_t micro = 1;           // micro-batches per iteration
+  int64_t layers = 0;          // decoder layers on the rank's stage
+  int64_t moe_layers = 0;      // of which MoE
+  int64_t local_params = 0;    // parameters of the stage on this rank after TP/EP, before DP sharding
+  int64_t unit_params = 0;     // the largest decoder layer of the stage after TP/EP (FSDP unit)
+  int64_t grad_params = 0;     // parameters whose gradients are synchronised (LoRA: adapters)
+  int act_bytes = 2;           // bytes per activation element
+  int param_bytes = 2;         // bytes per working-weight / gradient element
+};
+
+CommShape MakeCommShape(const Plan& plan, const RankPlace& me);
+
+// The collectives of rank `me` in iteration order within each phase.
+std::vector<CollectiveStep> PlanCollectives(const Plan& plan, const RankPlace& me);
+
+// The data-parallel part alone (exposed for tests of each framework's buckets).
+std::vector<CollectiveStep> DataParallelCollectives(const Layout& l, const CommShape& s);
+
+}  // namespace shardplan::validate
