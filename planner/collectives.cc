@@ -88,6 +88,13 @@ Tier GroupTier(const ClusterSpec& c, int stride, int size) {
   return t;
 }
 
+Tier NeighborTier(const ClusterSpec& c, int stride, int size) {
+  const int gpn = std::max(1, c.gpus_per_node);
+  stride = std::max(1, stride);
+  if (c.nodes <= 1 || static_cast<long long>(stride) * size <= gpn) return GroupTier(c, stride, size);
+  return GroupTier(c, std::max(stride, gpn), 2);  // one hop between nodes: one GPU's NIC share
+}
+
 double HostLinkBandwidth(const ClusterSpec& c) { return c.pcie_bandwidth * kPcieEfficiency; }
 
 double NvmeBandwidthPerGpu(const ClusterSpec& c) {

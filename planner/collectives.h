@@ -37,6 +37,13 @@ double CollectiveSeconds(Collective kind, double bytes, int n, const Tier& tier)
 // busbw = min(intra, members_per_node * per-GPU NIC share).
 Tier GroupTier(const ClusterSpec& c, int stride, int size);
 
+// The tier of a neighbour exchange around a ring of `size` ranks spaced `stride` apart
+// (ring attention's K/V blocks, pipeline send/recv): every rank sends to the next at once and
+// the slowest hop sets the pace. A ring that leaves a node has hops from one GPU to one GPU of
+// the next node, each on that GPU's share of the NICs: point-to-point traffic, unlike a
+// collective's rings, cannot spread one hop over the node's other NICs.
+Tier NeighborTier(const ClusterSpec& c, int stride, int size);
+
 // Bandwidth one GPU sees to host memory (PCIe, one direction) and to NVMe (the node's drives
 // shared by its GPUs), bytes/s after efficiency.
 double HostLinkBandwidth(const ClusterSpec& c);

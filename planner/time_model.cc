@@ -1,3 +1,6 @@
+// The training time model: assembles per-layer compute (compute_cost.cc) and per-collective
+// communication (collectives.cc) into pipeline stages, then adds the bubble, pipeline p2p,
+// data-parallel traffic, the optimizer step and offload. Inference is inference_time.cc.
 #include "planner/time_model.h"
 
 #include <algorithm>
@@ -6,59 +9,16 @@
 #include <utility>
 
 #include "planner/collectives.h"
+#include "planner/compute_cost.h"
 
 namespace shardplan {
 namespace {
 
 // ---- Constants. Each names its source; "fit" means tuned on bench/data/time_cases.yaml. ----
 
-// GEMM efficiency = ceiling (by architecture) x tile/wave quantization x reduction-depth
-// factor. Quantization follows NVIDIA's "Matrix Multiplication Background" guide: the output
-// is cut into CTA tiles, and the last wave of tiles over the SMs runs part-empty; cuBLAS picks
-// the best of a few tile shapes (smaller tiles run slower per tile). The BLOOM chronicles see
-// exactly this (micro-batch 1 -> 4 on TP=8: +16%). Short reductions cannot amortize the tile
-// prologue/epilogue: K / (K + kReductionHalf), the half-point a fit.
-struct TileShape {
-  double rows, cols, speed;  // output tile and its throughput relative to the largest
-};
-constexpr TileShape kTiles[] = {{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.80}};
-constexpr double kReductionHalf = 64;
-// Elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy on A100/H100).
-constexpr double kMemEfficiency = 0.80;
-// Fused attention, forward + backward, as a fraction of the 16-bit peak: FlashAttention-2
-// reaches ~50-60% on A100 but only ~35% on H100, where FA2-class kernels (PyTorch SDPA, TE
-// 2024) lack Hopper's async pipelines (Shah et al. 2024, FlashAttention-3, sec. 4.1).
-constexpr double kAttentionEfficiencyAmpere = 0.50;
-constexpr double kAttentionEfficiencyHopper = 0.35;
-// Tensor cores need 16-byte-aligned matrix dims; a head dim that is not a multiple of 8
-// elements falls back to SIMT kernels, ~10x slower (NVIDIA Matrix Multiplication guide;
-// BLOOM chronicles: NHIDDEN 14400 with 64 heads, head dim 225, ran ~25% slower end to end).
-constexpr double kMisalignedSlowdown = 10;
 // Overlapped communication still slows the compute it hides under (NCCL kernels take SMs
 // and memory bandwidth): Galvatron's overlap coefficient, 1.1-1.3 (peers.md).
 constexpr double kOverlapSlowdown = 1.2;
-// FlashAttention backward runs 5 matmuls against the forward's 2, with 2 of them
-// recomputing the scores: ~2.5x the forward FLOPs (Dao 2023, sec. 3.1.2).
-constexpr double kFlashBackwardRatio = 2.5;
-// Memory traffic of the non-matmul ops of one layer, forward, per token, in activation
-// elements: `h` per hidden-size vector (norms, residual adds, dropout), `qkv` per
-// projection output element (rotary, head transposes), `ffn` per MLP inner element
-// (activation and gate product), `loss` bytes per logit (cross-entropy forward + backward).
-// Eager counts from the op list of HF's Llama layer (RMSNorm upcasts to fp32: ~12 passes
-// over h per norm); fused is what torch.compile / Megatron-TE kernels leave (one read and
-// one write per fused region). Backward moves about twice the forward bytes.
-struct ElementwiseCoeffs {
-  double h, qkv, ffn, loss;
-};
-constexpr ElementwiseCoeffs kEager{30, 8, 5, 20};
-constexpr ElementwiseCoeffs kFused{6, 2, 3, 8};
-// Without fused attention the scores are written, softmaxed (read + write) and read by the
-// AV matmul: 4 passes over a * s elements per token (Korthikanti et al. 2022, Table 1 terms).
-constexpr double kScorePasses = 4;
-// MoE dispatch: permute, unpermute and the combine weighting pass over k * h per token.
-constexpr double kPermutePasses = 4;
-// FP8 (Transformer Engine): each GEMM input is read in bf16 and written in fp8: 3 bytes.
-constexpr double kFp8CastBytes = 3;
 // Share of a collective left on the critical path when it is overlapped: TE userbuffers /
 // async TP hide most TP traffic; the last gradient bucket can never hide (fits).
 constexpr double kTpOverlapExposed = 0.3;
@@ -75,100 +35,6 @@ constexpr double kDeepSpeedP2pFactor = 2;
 constexpr double kCpuAdamParamsPerSecond = 2e9;
 // Optimizer-state bytes written to / read from NVMe per param per step (fp32 param, m, v).
 constexpr double kNvmeOptimizerBytes = 2 * 12;
-
-// ---- Hardware ----
-
-struct Hw {
-  double sms = 1;        // streaming multiprocessors
-  double attention = 0;  // fused-attention efficiency
-  double peak = 0;       // FLOP/s of the matmul precision (fp8 or 16-bit)
-  double peak16 = 0;     // 16-bit FLOP/s: attention, LM head
-  double bw = 0;         // HBM bytes/s
-  double ceiling = 0;    // GEMM efficiency ceiling in the matmul precision
-  double ceiling16 = 0;  // same in 16-bit
-  double operand = 2;    // bytes per GEMM operand element
-};
-
-double Peak16(const GpuSpec& g) { return g.bf16_flops > 0 ? g.bf16_flops : g.fp16_flops; }
-
-double PeakFor(const GpuSpec& g, Dtype p) {
-  switch (p) {
-    case Dtype::kFp8: return g.fp8_flops > 0 ? g.fp8_flops : Peak16(g);
-    case Dtype::kFp16: return g.fp16_flops > 0 ? g.fp16_flops : Peak16(g);
-    // PyTorch runs fp32 matmuls without TF32 by default; non-tensor FP32 is ~1/16 of BF16.
-    case Dtype::kFp32: return g.fp32_flops > 0 ? g.fp32_flops : Peak16(g) / 16;
-    default: return Peak16(g);
-  }
-}
-
-// Fraction of the dense datasheet peak that large cuBLAS GEMMs sustain, by architecture.
-// A100 (sm80) holds ~250 of 312 TFLOP/s; H100 SXM (sm90) is power-bound at ~700 of 989
-// (BF16) and ~1100 of 1979 (FP8, with scaling overhead). Values are fits within those ranges.
-double Ceiling(int cc, Dtype p) {
-  const bool fp8 = p == Dtype::kFp8;
-  if (cc >= 90) return fp8 ? 0.55 : 0.70;
-  if (cc >= 89) return fp8 ? 0.55 : 0.80;
-  return 0.80;
-}
-
-// SMs from the dense 16-bit peak over the architecture's per-SM tensor rate at boost clock
-// (datasheets: V100 125 TF / 80 SMs, A100 312 / 108, A6000 154.8 / 84, L40S 362 / 142,
-// H100 SXM 989.4 / 132, B200 2250 / 148). GpuSpec carries no SM count.
-double SmCount(const GpuSpec& g) {
-  const int cc = g.compute_capability;
-  const double per_sm = cc >= 100 ? 15.2e12 : cc >= 90 ? 7.5e12 : cc >= 89 ? 2.55e12 : cc >= 86 ? 1.84e12
-                        : cc >= 80 ? 2.89e12 : 1.56e12;
-  return std::max(1.0, std::round(Peak16(g) / per_sm));
-}
-
-// ceil() of a positive double without a libm call (the search calls this millions of times).
-double CeilPositive(double v) {
-  const double t = static_cast<double>(static_cast<int64_t>(v));
-  return t < v ? t + 1 : t;
-}
-
-// Share of the tile-quantized, wave-quantized grid of `groups` GEMMs with an m x n output
-// that does useful work, for the best tile shape.
-double TileEfficiency(double sms, double m, double n, double groups) {
-  double best = 0;
-  for (const TileShape& t : kTiles) {
-    if (best >= t.speed) break;  // this and smaller tiles cannot do better
-    const double tiles = CeilPositive(m / t.rows) * CeilPositive(n / t.cols) * groups;
-    const double waves = CeilPositive(tiles / sms);
-    best = std::max(best, t.speed * m * n * groups / (waves * sms * t.rows * t.cols));
-  }
-  return best;
-}
-
-Hw HardwareFor(const GpuSpec& g, Dtype p) {
-  Hw hw;
-  hw.sms = SmCount(g);
-  hw.peak = PeakFor(g, p);
-  hw.peak16 = Peak16(g) > 0 ? Peak16(g) : hw.peak;
-  hw.bw = g.memory_bandwidth;
-  hw.ceiling = Ceiling(g.compute_capability, p);
-  hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16);
-  hw.operand = p == Dtype::kFp8 ? 1 : DtypeBytes(p);
-  hw.attention = g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere;
-  return hw;
-}
-
-double Efficiency(const Hw& hw, double ceiling, double m, double n, double k, double groups) {
-  return ceiling * TileEfficiency(hw.sms, m, n, groups) * k / (k + kReductionHalf);
-}
-
-// Seconds for `groups` GEMMs of (m x k) by (k x n): compute at the modelled efficiency or
-// moving the operands, whichever is longer.
-double Gemm(const Hw& hw, bool low_precision, double m, double n, double k, double groups = 1) {
-  if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) return 0;
-  const double peak = low_precision ? hw.peak : hw.peak16;
-  const double e = Efficiency(hw, low_precision ? hw.ceiling : hw.ceiling16, m, n, k, groups);
-  const double compute = 2 * m * n * k * groups / (peak * e);
-  const double bytes = (m * k + k * n + m * n) * groups * (low_precision ? hw.operand : 2);
-  return std::max(compute, hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0);
-}
-
-double MemSeconds(const Hw& hw, double bytes) { return hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0; }
 
 // Critical-path seconds of `comm` run under `compute` on another stream.
 double Overlapped(double comm, double compute) {
@@ -197,177 +63,18 @@ Knobs ResolveSwitches(const Layout& l, const TimeOptions& o) {
           Pick(o.fused_kernels, megatron),     Pick(o.flash_attention, true)};
 }
 
-struct Ctx {
-  const ModelSpec& m;
+// The training step as one GPU runs it: the per-layer shape (compute_cost.h) plus the
+// layout's other dimensions and switches.
+struct Ctx : LayerShape {
   const Workload& w;
   const Layout& l;
   const ClusterSpec& c;
-  Hw hw;
   Knobs k;
-  int tp, cp, pp, dp, ep, etp, vpp;
-  double seq;     // s
-  double tokens;  // T: tokens of one micro-batch in one GPU's layer (mbs * s / cp)
-  double act;     // bytes per activation element
-  bool lora, fp8;
-  bool op_sac;    // torchtitan's per-op selective recompute
+  int pp = 1, dp = 1, vpp = 1;
   int64_t moe_layers = 0;  // layers whose MLP is an MoE block
 };
 
 int AtLeast1(int v) { return v > 0 ? v : 1; }
-
-double Width(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden; }
-
-double FinalNormParams(const ModelSpec& m) {
-  return m.final_norm ? static_cast<double>(m.hidden) * (m.norm == NormKind::kLayer ? 2 : 1) : 0;
-}
-
-// Attention head dims: (query-key, value) per head.
-double QkDim(const ModelSpec& m) {
-  return m.attention == AttentionKind::kMla ? m.qk_nope_head_dim + m.qk_rope_head_dim : m.head_dim;
-}
-double VDim(const ModelSpec& m) { return m.attention == AttentionKind::kMla ? m.v_head_dim : m.head_dim; }
-
-// Keys each query attends to, averaged over layers; causal masking halves it when the
-// kernel skips masked blocks (flash), sliding-window layers cap it at the window.
-double AttendedKeys(const ModelSpec& m, double s, bool causal_skip) {
-  const double full = causal_skip ? s / 2 : s;
-  if (m.sliding_window <= 0) return full;
-  const double window = std::min(full, static_cast<double>(m.sliding_window));
-  const double sliding_share =
-      m.sliding_window_pattern > 0 ? (m.sliding_window_pattern - 1.0) / m.sliding_window_pattern : 1.0;
-  return sliding_share * window + (1 - sliding_share) * full;
-}
-
-// Weight elements one token multiplies (MatmulParamsPerToken), with the MoE layer count given.
-double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
-  const double h = m.hidden, a = m.heads;
-  double attn = 0;
-  if (m.attention == AttentionKind::kMla) {
-    const double qk = QkDim(m);
-    attn = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * a * qk : h * a * qk) +
-           h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim) +
-           a * m.v_head_dim * h;
-  } else {
-    attn = 2 * h * m.q_width() + 2 * h * m.kv_width();
-  }
-  const double mats = m.mlp == MlpKind::kGated ? 3 : 2;
-  const double dense_mlp = mats * h * m.intermediate;
-  const double moe_mlp = mats * h * (m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate) +
-                         h * m.experts;  // router
-  const double moe_layers = static_cast<double>(moe_layer_count);
-  const double ew = Width(m);
-  const double head = m.vocab * ew + (ew != h ? ew * h : 0);  // OPT's project_out feeds the head
-  return m.layers * attn + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp + head;
-}
-
-// `weight_factor` FLOPs per matmul weight (2 forward, 4 with data gradients, 6 with weight
-// gradients too) and `passes` attention passes (forward = 1, training = 3) at `context` keys.
-double FlopsPerToken(const ModelSpec& m, int64_t moe_layers, double context, double weight_factor, double passes) {
-  const double attn = 2.0 * m.layers * AttendedKeys(m, context, false) * m.heads * (QkDim(m) + VDim(m));
-  return weight_factor * MatmulParams(m, moe_layers) + passes * attn;
-}
-
-double ModelFlops(const ModelSpec& m, const Workload& w, int64_t moe_layers) {
-  if (!w.training()) return FlopsPerToken(m, moe_layers, w.inference.prompt_len + w.inference.gen_len / 2.0, 2, 1);
-  return FlopsPerToken(m, moe_layers, static_cast<double>(w.seq_len), w.lora_like() ? 4 : 6, 3);
-}
-
-// ---- One layer, one micro-batch, one GPU ----
-
-struct Forward {
-  double gemm = 0, attn = 0, elem = 0;
-  double sac_gemm = 0;  // GEMMs torchtitan's per-op SAC recomputes (every second mm)
-};
-
-void AttentionGemms(const Ctx& x, Forward* f) {
-  const ModelSpec& m = x.m;
-  const double T = x.tokens, h = m.hidden, tp = x.tp, a = m.heads;
-  const bool lp = x.fp8;
-  if (m.attention == AttentionKind::kMla) {
-    const double qk = QkDim(m), rope = m.qk_rope_head_dim, nope = m.qk_nope_head_dim;
-    f->gemm += m.q_lora_rank > 0 ? Gemm(x.hw, lp, T, m.q_lora_rank, h) + Gemm(x.hw, lp, T, a * qk / tp, m.q_lora_rank)
-                                 : Gemm(x.hw, lp, T, a * qk / tp, h);
-    f->gemm += Gemm(x.hw, lp, T, m.kv_lora_rank + rope, h) +
-               Gemm(x.hw, lp, T, a * (nope + m.v_head_dim) / tp, m.kv_lora_rank);
-    const double o = Gemm(x.hw, lp, T, h, a * m.v_head_dim / tp);
-    f->gemm += o;
-    if (x.op_sac) f->sac_gemm += o;
-    return;
-  }
-  const double qw = m.q_width(), kvw = m.kv_width();
-  const double o = Gemm(x.hw, lp, T, h, qw / tp);
-  f->gemm += Gemm(x.hw, lp, T, (qw + 2 * kvw) / tp, h) + o;
-  if (x.op_sac) f->sac_gemm += Gemm(x.hw, lp, T, kvw / tp, h) + o;  // wk, wo: mm #2 and #4 of q,k,v,o
-}
-
-void MlpGemms(const Ctx& x, bool moe, Forward* f) {
-  const ModelSpec& m = x.m;
-  const double T = x.tokens, h = m.hidden, tp = x.tp;
-  const double up = m.mlp == MlpKind::kGated ? 2 : 1;
-  const bool lp = x.fp8;
-  if (!moe) {
-    const double ffn = m.intermediate / tp;
-    const double down = Gemm(x.hw, lp, T, h, ffn);
-    f->gemm += Gemm(x.hw, lp, T, up * ffn, h) + down;
-    if (x.op_sac) f->sac_gemm += m.mlp == MlpKind::kGated ? Gemm(x.hw, lp, T, ffn, h) : down;  // w3 / fc2
-    return;
-  }
-  // Balanced routing: each GPU runs T*k/tp expert-tokens, over its E/ep local experts.
-  const double local_experts = static_cast<double>(m.experts) / x.ep;
-  const double rows = T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
-  const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
-  f->gemm += Gemm(x.hw, lp, rows, up * fe, h, local_experts) + Gemm(x.hw, lp, rows, h, fe, local_experts);
-  if (m.shared_experts > 0) {
-    const double fs = static_cast<double>(m.shared_experts * m.shared_intermediate) / tp;
-    f->gemm += Gemm(x.hw, lp, T, up * fs, h) + Gemm(x.hw, lp, T, h, fs);
-  }
-  f->gemm += Gemm(x.hw, false, T, static_cast<double>(m.experts), h);  // router
-}
-
-void AttentionCore(const Ctx& x, Forward* f) {
-  const ModelSpec& m = x.m;
-  const double heads = static_cast<double>(m.heads) / x.tp;
-  const double keys = AttendedKeys(m, x.seq, x.k.flash);
-  const double flops = 2 * x.tokens * keys * heads * (QkDim(m) + VDim(m));
-  const double d = QkDim(m);
-  const double aligned = static_cast<int64_t>(d) % 8 == 0 ? 1 : kMisalignedSlowdown;
-  if (x.k.flash) {
-    f->attn += aligned * flops / (x.hw.peak16 * x.hw.attention);
-    return;
-  }
-  // Materialized scores: batched QK^T (k = head dim) and AV GEMMs per head, plus the
-  // softmax traffic.
-  const double rows = x.seq / x.cp, batches = heads * x.tokens / rows;
-  f->attn += aligned * (Gemm(x.hw, false, rows, x.seq, d, batches) + Gemm(x.hw, false, rows, VDim(m), x.seq, batches));
-  f->attn += MemSeconds(x.hw, x.tokens * heads * x.seq * x.act * kScorePasses);
-}
-
-void Elementwise(const Ctx& x, bool moe, Forward* f) {
-  const ModelSpec& m = x.m;
-  const ElementwiseCoeffs& e = x.k.fused ? kFused : kEager;
-  const double tp = x.tp, h = m.hidden;
-  const double hidden_split = x.l.sp ? tp : 1;  // SP splits norms/residuals over TP
-  const double proj = m.attention == AttentionKind::kMla ? m.heads * (2 * QkDim(m) + VDim(m))
-                                                         : m.q_width() + 2.0 * m.kv_width();
-  double inner = m.intermediate;
-  if (moe) {
-    inner = static_cast<double>(m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate);
-  }
-  double elems = e.h * h / hidden_split + e.qkv * proj / tp + e.ffn * inner / tp;
-  if (moe) elems += kPermutePasses * m.experts_per_token * h / tp;
-  double bytes = x.tokens * elems * x.act;
-  if (x.fp8) bytes += x.tokens * kFp8CastBytes * (2 * h + proj / tp + inner / tp);
-  f->elem += MemSeconds(x.hw, bytes);
-}
-
-Forward LayerForward(const Ctx& x, bool moe) {
-  Forward f;
-  AttentionGemms(x, &f);
-  MlpGemms(x, moe, &f);
-  AttentionCore(x, &f);
-  Elementwise(x, moe, &f);
-  return f;
-}
 
 enum class Rc { kNone, kSelective, kFull };
 
@@ -393,11 +100,11 @@ LayerKind MakeKind(const Ctx& x, bool moe) {
   if (x.tp > 1) {  // AR, or RS + AG under SP: the same ring cost
     k.tp_one = CollectiveSeconds(Collective::kAllReduce, x.tokens * m.hidden * x.act, x.tp, GroupTier(x.c, 1, x.tp));
   }
-  if (x.cp > 1) {  // ring attention: one KV block exchanged per step
+  if (x.cp > 1) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
     const double kv = m.attention == AttentionKind::kMla
                           ? m.heads * (QkDim(m) + VDim(m)) / x.tp
                           : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
-    k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, GroupTier(x.c, x.tp, x.cp));
+    k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, NeighborTier(x.c, x.tp, x.cp));
   }
   if (moe && x.ep > 1) {  // token dispatch or combine
     const double bytes = x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
@@ -409,9 +116,8 @@ LayerKind MakeKind(const Ctx& x, bool moe) {
 LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const Forward& f = k.f;
   const double fwd = f.gemm + f.attn + f.elem;
-  const double attn_bwd = f.attn * (x.k.flash ? kFlashBackwardRatio : 2);
   LayerCost c;
-  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + attn_bwd + 2 * f.elem;
+  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem;
   if (rc == Rc::kFull) c.recompute = fwd;
   if (rc == Rc::kSelective) {
     c.recompute = x.op_sac ? f.sac_gemm + f.elem : f.attn;
@@ -423,7 +129,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   // blockwise attention.
   const double fwd_comm = (x.cp - 1) * k.cp_step, bwd_comm = 2 * fwd_comm;
   c.cp_raw = fwd_comm * (passes - 1) + bwd_comm;
-  if (x.cp > 1) c.cp = Overlapped(fwd_comm, f.attn) * (passes - 1) + Overlapped(bwd_comm, attn_bwd);
+  if (x.cp > 1) c.cp = Overlapped(fwd_comm, f.attn) * (passes - 1) + Overlapped(bwd_comm, f.attn_bwd);
   c.ep_raw = 2 * passes * k.ep_one;  // dispatch + combine per pass
   c.ep = c.ep_raw * (x.k.ep_overlap ? kEpOverlapExposed : 1);
   return c;
@@ -477,11 +183,8 @@ LayerTable BuildTable(const Ctx& x) {
                        (m.position == PositionKind::kLearned ? (m.max_positions + m.position_offset) * h : 0);
   t.head_params = v * ew;
   t.final_norm_params = FinalNormParams(m);
-  const double T = x.tokens, vt = v / x.tp;
-  const ElementwiseCoeffs& e = x.k.fused ? kFused : kEager;
-  t.head_seconds = Gemm(x.hw, false, T, vt, ew) * (x.lora ? 2 : 3) + MemSeconds(x.hw, T * vt * e.loss) +
-                   MemSeconds(x.hw, 3 * T * h * x.act * e.h);
-  t.embed_seconds = MemSeconds(x.hw, 3 * T * h * x.act);
+  t.head_seconds = HeadSeconds(x);
+  t.embed_seconds = EmbedSeconds(x);
   t.mtp_seconds = m.mtp_layers * (t.head_seconds + (has_moe ? t.moe_plain : t.dense_plain).compute);
   return t;
 }
@@ -578,35 +281,6 @@ double GradBytes(const Ctx& x) {
   return 4;
 }
 
-double OptimizerBytesPerParam(Optimizer o) {
-  // Reads and writes of one fused step per parameter: fp32 master (8) + grad read (4) +
-  // 16-bit param write (2) + states: Adam m, v (16), 8-bit Adam (4), momentum (8), Lion (8),
-  // Adafactor factored (~2).
-  switch (o) {
-    case Optimizer::kAdamW:
-    case Optimizer::kAdam: return 30;
-    case Optimizer::kAdamW8bit: return 18;
-    case Optimizer::kSgd: return 14;
-    case Optimizer::kSgdMomentum:
-    case Optimizer::kLion: return 22;
-    case Optimizer::kAdafactor: return 16;
-  }
-  return 30;
-}
-
-// Trainable parameters of one layer under LoRA: r * (in + out) per targeted matrix.
-double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
-  const double h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.intermediate;
-  double p = 0;
-  for (const std::string& t : lora.targets) {
-    if (t == "q_proj") p += h + q;
-    else if (t == "k_proj" || t == "v_proj") p += h + kv;
-    else if (t == "o_proj") p += q + h;
-    else if (t == "gate_proj" || t == "up_proj" || t == "down_proj") p += h + f;
-  }
-  return p * lora.rank;
-}
-
 struct DpCost {
   double exposed = 0, raw = 0;
 };
@@ -695,131 +369,20 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
   return e;
 }
 
-void AddTerm(TimeEstimate* t, const char* name, double seconds, double raw) {
+}  // namespace
+
+void TimeEstimate::AddTerm(const char* name, double seconds, double raw) {
   TimeTerm term;
   term.name = name;
   term.seconds = seconds;
   term.raw_seconds = raw;
-  t->terms.push_back(std::move(term));
-}
-
-// ---- Inference: prefill once, then one decode step per generated token ----
-
-struct Replica {
-  double weights = 0, experts = 0;  // bytes per GPU (routed experts included in weights)
-  double kv_per_token = 0;          // bytes per GPU
-  double layers = 0;                // per stage
-};
-
-Replica ReplicaBytes(const ModelSpec& m, Dtype weights, Dtype kv, int tp, int pp) {
-  Replica r;
-  const double n_moe = static_cast<double>(m.is_moe() ? m.moe_layer_count() : 0);
-  double expert = 0, moe_rest = 0;
-  if (n_moe > 0) {
-    const int first = static_cast<int>(std::find(m.moe_layer.begin(), m.moe_layer.end(), true) - m.moe_layer.begin());
-    expert = static_cast<double>(LayerExpertParams(m, first));
-    moe_rest = static_cast<double>(LayerParams(m, first)) - expert;
-  }
-  const double layer_params = (m.layers - n_moe) * LayerParams(m, -1) + n_moe * moe_rest + FinalNormParams(m);
-  const double outside = static_cast<double>(m.vocab) * Width(m) * (m.tied_embeddings ? 1 : 2);
-  const double wb = QuantizedBytesPerParam(weights), split = static_cast<double>(tp) * pp;
-  // Quantized checkpoints keep the embedding and LM head in 16-bit (vLLM, TensorRT-LLM).
-  r.experts = n_moe * expert * wb / split;
-  r.weights = (layer_params * wb + outside * 2) / split + r.experts;
-  r.layers = static_cast<double>(m.layers) / pp;
-  const double per_layer = m.attention == AttentionKind::kMla
-                               ? static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim)
-                               : 2 * std::max(static_cast<double>(m.kv_width()) / tp, static_cast<double>(m.head_dim));
-  r.kv_per_token = r.layers * per_layer * DtypeBytes(kv);
-  return r;
-}
-
-TimeEstimate EstimateInference(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
-                               const TimeOptions& opt) {
-  TimeEstimate out;
-  const InferenceSpec& in = w.inference;
-  const Dtype wt = (l.fixed & kKeyWeights) ? l.weights : in.weights;
-  const Dtype kv = (l.fixed & kKeyKvCache) ? l.kv_cache : in.kv_cache;
-  const int tp = AtLeast1(l.tp), pp = AtLeast1(l.pp);
-  const double batch = static_cast<double>(l.batch > 0 ? l.batch : std::max<int64_t>(1, in.batch));
-  const double prompt = static_cast<double>(std::max<int64_t>(1, in.prompt_len));
-  const double gen = static_cast<double>(std::max<int64_t>(1, in.gen_len));
-  if (m.layers <= 0 || m.hidden <= 0) return out;
-  // Weight-only int8/int4 dequantize into 16-bit GEMMs; fp8 weights run fp8 GEMMs.
-  const Hw hw = HardwareFor(c.gpu, wt == Dtype::kFp8 ? Dtype::kFp8 : w.precision);
-  if (hw.peak <= 0) return out;
-  const Replica r = ReplicaBytes(m, wt, kv, tp, pp);
-  const double n_active = MatmulParamsPerToken(m) / (static_cast<double>(tp) * pp);
-  const double heads = static_cast<double>(m.heads) / tp, dims = QkDim(m) + VDim(m);
-  const Tier tier = GroupTier(c, 1, tp);
-  const double link = l.offload_params == Offload::kNone ? 0
-                      : l.offload_params == Offload::kNvme ? NvmeBandwidthPerGpu(c) : HostLinkBandwidth(c);
-  const double stream = link > 0 ? r.weights / link : 0;  // weights fetched every forward
-  auto tp_comm = [&](double tokens) {
-    return 2 * r.layers * CollectiveSeconds(Collective::kAllReduce, tokens * m.hidden * 2, tp, tier);
-  };
-  // Decode at the mean context: memory-bound on weights (only the experts the batch routes
-  // to) and KV, or compute-bound at large batch.
-  const double ctx = prompt + gen / 2;
-  const double touched =
-      m.is_moe() ? 1 - std::pow(1 - static_cast<double>(m.experts_per_token) / m.experts, batch) : 1;
-  const double mem = MemSeconds(hw, r.weights - r.experts * (1 - touched) + batch * ctx * r.kv_per_token);
-  const double compute = 2 * n_active * batch / (hw.peak * hw.ceiling) +
-                         2 * batch * ctx * heads * dims * r.layers / (hw.peak16 * hw.attention);
-  const double stage = std::max(std::max(mem, compute), stream) + tp_comm(batch);
-  const double decode = pp * stage;
-  // Prefill: compute-bound GEMMs over batch * prompt tokens, causal attention.
-  const double tokens = batch * prompt;
-  const double prefill_stage = std::max(2 * n_active * tokens / (hw.peak * hw.ceiling) +
-                                            tokens * prompt * heads * dims * r.layers / (hw.peak16 * hw.attention),
-                                        stream) + tp_comm(tokens);
-  const double prefill = pp * prefill_stage;
-  const double total = prefill + (gen - 1) * decode;
-  out.step_seconds = decode;
-  out.tokens_per_second_per_gpu = batch * gen / (total * tp * pp);
-  const double replicas = AtLeast1(l.dp);
-  out.model_flops_per_step = ModelFlopsPerToken(m, w) * batch * replicas;
-  out.mfu = ModelFlopsPerToken(m, w) * out.tokens_per_second_per_gpu / hw.peak;
-  if (opt.with_terms) {
-    out.terms.reserve(5);
-    const double bound = std::max(mem, compute);
-    AddTerm(&out, "decode_memory", pp * (mem >= compute && mem >= stream ? mem : 0), pp * mem);
-    AddTerm(&out, "decode_compute", pp * (compute > mem && compute >= stream ? compute : 0), pp * compute);
-    AddTerm(&out, "offload", pp * std::max(0.0, stream - bound), pp * stream);
-    AddTerm(&out, "tp_comm", pp * tp_comm(batch), pp * tp_comm(batch));
-    AddTerm(&out, "prefill", 0, prefill);  // once per request batch, not per decode step
-  }
-  return out;
-}
-
-}  // namespace
-
-double MatmulParamsPerToken(const ModelSpec& m) { return MatmulParams(m, m.is_moe() ? m.moe_layer_count() : 0); }
-
-double TrainingFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
-  // Megatron-LM num_floating_point_operations (Narayanan et al. 2021, appendix) and PaLM
-  // (Chowdhery et al. 2022, app. B): 6 * N_matmul + 6 * L * s * heads * (d_qk + d_v),
-  // i.e. 12 * L * s * h_q for standard heads, counting the full (non-causal) score matrix.
-  return FlopsPerToken(m, m.is_moe() ? m.moe_layer_count() : 0, static_cast<double>(seq_len), 6, 3);
-}
-
-double ModelFlopsPerToken(const ModelSpec& m, const Workload& w) {
-  return ModelFlops(m, w, m.is_moe() ? m.moe_layer_count() : 0);
+  terms.push_back(std::move(term));
 }
 
 double PipelineBubbleFraction(int stages, int virtual_stages, int64_t micro_batches) {
   if (stages <= 1 || micro_batches <= 0) return 0;
-  return (stages - 1.0) / (AtLeast1(virtual_stages) * static_cast<double>(micro_batches));
-}
-
-double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k) {
-  if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const Hw hw = HardwareFor(gpu, precision);
-  return Efficiency(hw, hw.ceiling, m, n, k, 1);
-}
-
-double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, double k) {
-  return Gemm(HardwareFor(gpu, precision), true, m, n, k);
+  const double v = AtLeast1(virtual_stages), m = static_cast<double>(micro_batches);
+  return ((stages - 1.0) / v + (1 - 1 / v) * std::max(0.0, stages - m)) / m;
 }
 
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
@@ -828,17 +391,19 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
 
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                           const TimeOptions& opt) {
-  if (!w.training()) return EstimateInference(m, w, l, c, opt);
+  if (!w.training()) return EstimateInferenceTime(m, w, l, c, opt);
   TimeEstimate out;
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;
-  Ctx x{m, w, l, c, HardwareFor(c.gpu, prec), ResolveSwitches(l, opt),
-        AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.ep), AtLeast1(l.etp),
-        AtLeast1(l.vpp), static_cast<double>(w.seq_len), 0, prec == Dtype::kFp32 ? 4.0 : 2.0,
-        w.lora_like(), prec == Dtype::kFp8,
-        l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective};
+  const Knobs k = ResolveSwitches(l, opt);
+  const LayerShape shape{m, HardwareFor(c.gpu, prec), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
+                         static_cast<double>(w.seq_len),
+                         static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),
+                         prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8,
+                         l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
+                         l.sp, k.fused, k.flash};
+  Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (x.hw.peak <= 0) return out;  // a GPU without a datasheet peak: nothing to estimate
-  x.tokens = static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / x.cp;
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   const int64_t micro = AtLeast1(l.grad_accum);
 
@@ -857,12 +422,16 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   const StageCost heaviest = StageDetail(x, table, ShapeOf(x, heaviest_stage));
   const double stage_layers = static_cast<double>(m.layers) / x.pp;
   const double busy = micro * slowest.fwd_bwd;
-  const double bubble = (sum_stage - slowest.fwd_bwd) / x.vpp;
+  // Interleaving divides the fill and drain by v, but a round of v chunks needs p micro-batches
+  // in flight: with m < p each round waits (p - m) chunks for its first micro-batch to come
+  // around (PyTorch ScheduleInterleaved1F1B: microbatches_per_round = m when m < pp).
+  const double bubble = (sum_stage - slowest.fwd_bwd) / x.vpp +
+                        (1 - 1.0 / x.vpp) * std::max(0.0, sum_stage - micro * slowest.fwd_bwd);
 
   double p2p = 0, p2p_raw = 0;
   if (x.pp > 1) {
     const double bytes = x.tokens * m.hidden * x.act / (l.sp ? x.tp : 1);
-    const Tier tier = GroupTier(c, x.tp * x.cp * x.dp, 2);
+    const Tier tier = NeighborTier(c, x.tp * x.cp * x.dp, x.pp);
     const double one = CollectiveSeconds(Collective::kSendRecv, bytes, 2, tier);
     p2p_raw = 2.0 * (micro + x.pp - 1) * x.vpp * one;
     p2p = x.vpp > 1 ? p2p_raw * kP2pOverlappedExposed : p2p_raw;
@@ -880,16 +449,16 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if (opt.with_terms) {
     const LayerCost& lc = slowest.layers;
     out.terms.reserve(10);
-    AddTerm(&out, "compute", micro * lc.compute, micro * lc.compute);
-    AddTerm(&out, "recompute", micro * lc.recompute, micro * lc.recompute);
-    AddTerm(&out, "tp_comm", micro * lc.tp, micro * lc.tp_raw);
-    AddTerm(&out, "cp_comm", micro * lc.cp, micro * lc.cp_raw);
-    AddTerm(&out, "ep_comm", micro * lc.ep, micro * lc.ep_raw);
-    AddTerm(&out, "pp_bubble", bubble, bubble);
-    AddTerm(&out, "pp_p2p", p2p, p2p_raw);
-    AddTerm(&out, "dp_comm", dpc.exposed, dpc.raw);
-    AddTerm(&out, "optimizer", ex.optimizer, ex.optimizer);
-    AddTerm(&out, "offload", ex.offload, ex.offload_raw);
+    out.AddTerm("compute", micro * lc.compute, micro * lc.compute);
+    out.AddTerm("recompute", micro * lc.recompute, micro * lc.recompute);
+    out.AddTerm("tp_comm", micro * lc.tp, micro * lc.tp_raw);
+    out.AddTerm("cp_comm", micro * lc.cp, micro * lc.cp_raw);
+    out.AddTerm("ep_comm", micro * lc.ep, micro * lc.ep_raw);
+    out.AddTerm("pp_bubble", bubble, bubble);
+    out.AddTerm("pp_p2p", p2p, p2p_raw);
+    out.AddTerm("dp_comm", dpc.exposed, dpc.raw);
+    out.AddTerm("optimizer", ex.optimizer, ex.optimizer);
+    out.AddTerm("offload", ex.offload, ex.offload_raw);
   }
   return out;
 }

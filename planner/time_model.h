@@ -27,6 +27,8 @@ struct TimeEstimate {
   double mfu = 0;                    // model FLOPs (6*N*tokens + attention) / (step * peak)
   double model_flops_per_step = 0;   // whole job
   std::vector<TimeTerm> terms;
+
+  void AddTerm(const char* name, double seconds, double raw);  // appends to `terms`
 };
 
 // A run-time switch that is not part of the Layout; kAuto takes the framework's default
@@ -55,6 +57,10 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                           const TimeOptions& opt);
 
+// EstimateTime's inference half (inference_time.cc), callable on its own.
+TimeEstimate EstimateInferenceTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
+                                   const TimeOptions& opt);
+
 // Model FLOPs per token for training (forward + backward, no recomputation): 6 * active
 // params of the matmuls + attention's quadratic term.
 double TrainingFlopsPerToken(const ModelSpec& m, int64_t seq_len);
@@ -72,7 +78,9 @@ double MatmulParamsPerToken(const ModelSpec& m);
 
 // Idle fraction of a pipeline of `stages` under 1F1B with `micro_batches` micro-batches and
 // `virtual_stages` model chunks per rank (interleaved 1F1B): (p - 1) / (v * m), as a share
-// of the busy time (Narayanan et al. 2021, sec. 2.2).
+// of the busy time (Narayanan et al. 2021, sec. 2.2), when m >= p. With fewer micro-batches
+// than stages each round of chunks also waits p - m chunk times for its first micro-batch to
+// return: ((p - 1) / v + (1 - 1/v) (p - m)) / m, which is (p - 1) / m at m = 1.
 double PipelineBubbleFraction(int stages, int virtual_stages, int64_t micro_batches);
 
 // Seconds for one GEMM of m x k by k x n on `gpu` in `precision`: the larger of the
@@ -81,7 +89,7 @@ double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, doub
 
 // The fraction of the datasheet peak one GEMM of (m x k) by (k x n) reaches: the
 // architecture's ceiling, tile and wave quantization of the m x n output over the SMs, and
-// the reduction depth k (time_model.cc documents each factor).
+// the reduction depth k (compute_cost.cc documents each factor).
 double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k);
 
 }  // namespace shardplan

@@ -104,6 +104,13 @@ double Term(const TimeEstimate& t, std::string_view name) {
   return -1;
 }
 
+double RawTerm(const TimeEstimate& t, std::string_view name) {
+  for (const TimeTerm& term : t.terms)
+    if (term.name == name) return term.raw_seconds;
+  ADD_FAILURE() << "no term " << name;
+  return -1;
+}
+
 // ---- FLOPs per token ----
 
 TEST(FlopsPerToken, Llama2_7BAt4096) {
@@ -205,13 +212,33 @@ TEST(Collectives, GroupTierFollowsTheRankOrder) {
   EXPECT_FALSE(GroupTier(DgxH100(1), 8, 4).inter_node);  // one node never leaves it
 }
 
+TEST(Collectives, NeighborExchangeAcrossNodesRunsOnOneNic) {
+  const ClusterSpec c = DgxH100(4);
+  // CP=16 behind TP=2: a ring over 4 nodes with 4 members on each. A collective's NCCL rings
+  // spread over the 4 members' NICs; a ring-attention hop is one GPU sending to one GPU.
+  EXPECT_DOUBLE_EQ(GroupTier(c, 2, 16).bus_bandwidth, 4 * 50e9 * 0.85);
+  const Tier hop = NeighborTier(c, 2, 16);
+  EXPECT_TRUE(hop.inter_node);
+  EXPECT_DOUBLE_EQ(hop.bus_bandwidth, 50e9 * 0.85);
+  EXPECT_DOUBLE_EQ(hop.latency_s, 5e-6);
+  EXPECT_DOUBLE_EQ(NeighborTier(c, 1, 8).bus_bandwidth, 450e9 * 0.80);  // inside a node: NVLink
+  // 8 pipeline stages 2 ranks apart span two nodes: the hop between them sets the pace.
+  EXPECT_TRUE(NeighborTier(c, 2, 8).inter_node);
+  EXPECT_FALSE(GroupTier(c, 2, 2).inter_node);
+}
+
 // ---- Pipeline ----
 
 TEST(Pipeline, BubbleFraction) {
   EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 1, 64), 7.0 / 64);
   EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 4, 64), 7.0 / 256);
   EXPECT_DOUBLE_EQ(PipelineBubbleFraction(16, 1, 16), 15.0 / 16);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(16, 4, 16), 15.0 / 64);
   EXPECT_DOUBLE_EQ(PipelineBubbleFraction(1, 1, 64), 0.0);
+  // Fewer micro-batches than stages: each round of chunks waits p - m chunk times for its
+  // first micro-batch to come around, so one micro-batch gains nothing from interleaving.
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(2, 8, 1), PipelineBubbleFraction(2, 1, 1));
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 2, 4), (7.0 / 2 + (1 - 1.0 / 2) * 4) / 4);
 }
 
 TEST(Pipeline, BubbleTermFollowsTheScheduleOnBalancedStages) {
@@ -223,11 +250,16 @@ TEST(Pipeline, BubbleTermFollowsTheScheduleOnBalancedStages) {
   l.pp = 4;
   l.grad_accum = 32;
   const ClusterSpec c = DgxH100(1);
-  for (int vpp : {1, 2}) {
-    l.vpp = vpp;
-    const TimeEstimate t = EstimateTime(m, Pretrain(4096, 32), l, c);
-    const double busy = Term(t, "compute") + Term(t, "recompute") + Term(t, "tp_comm");
-    EXPECT_NEAR(Term(t, "pp_bubble") / busy, PipelineBubbleFraction(4, vpp, 32), 1e-3) << "vpp " << vpp;
+  for (int micro : {32, 2}) {
+    for (int vpp : {1, 2}) {
+      l.vpp = vpp;
+      l.grad_accum = micro;
+      const TimeEstimate t = EstimateTime(m, Pretrain(4096, micro), l, c);
+      const double busy = Term(t, "compute") + Term(t, "recompute") + Term(t, "tp_comm");
+      const double expected = PipelineBubbleFraction(4, vpp, micro);  // within the embedding's share
+      EXPECT_NEAR(Term(t, "pp_bubble") / busy, expected, std::max(1e-3, 5e-3 * expected))
+          << "vpp " << vpp << ", micro-batches " << micro;
+    }
   }
 }
 
@@ -327,6 +359,25 @@ TEST(EstimateTime, TensorParallelAcrossNodesIsSlower) {
   EXPECT_GT(Term(b, "tp_comm"), 1.8 * Term(a, "tp_comm"));
 }
 
+TEST(EstimateTime, ContextParallelChunksCostMoreThanDataParallel) {
+  // Eight 8192-token sequences on 8 GPUs, one each (DP) or each split over CP=8 (1024 tokens
+  // per rank): the same FLOPs per GPU, but ring attention runs short key ranges, merges a
+  // partial result every step, and exchanges K/V.
+  Layout dp;
+  dp.framework = Framework::kMegatron;
+  dp.dp = 8;
+  dp.grad_accum = 1;
+  Layout cp = dp;
+  cp.dp = 1;
+  cp.cp = 8;
+  cp.grad_accum = 8;
+  const TimeEstimate a = EstimateTime(Llama2_7B(), Pretrain(8192, 8), dp, DgxH100(1));
+  const TimeEstimate b = EstimateTime(Llama2_7B(), Pretrain(8192, 8), cp, DgxH100(1));
+  EXPECT_GT(Term(b, "compute"), 1.05 * Term(a, "compute"));
+  EXPECT_GT(RawTerm(b, "cp_comm"), 0);
+  EXPECT_LT(b.tokens_per_second_per_gpu, a.tokens_per_second_per_gpu);
+}
+
 TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
   Layout l;
   l.framework = Framework::kMegatron;
@@ -338,13 +389,6 @@ TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
   const TimeEstimate b = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1), on);
   ASSERT_GT(Term(a, "tp_comm"), 0);
   EXPECT_NEAR(Term(b, "tp_comm"), 0.3 * Term(a, "tp_comm"), 1e-12);
-}
-
-double RawTerm(const TimeEstimate& t, std::string_view name) {
-  for (const TimeTerm& term : t.terms)
-    if (term.name == name) return term.raw_seconds;
-  ADD_FAILURE() << "no term " << name;
-  return -1;
 }
 
 TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {

@@ -1,0 +1,386 @@
+#include "planner/compute_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "planner/time_model.h"
+
+namespace shardplan {
+namespace {
+
+// ---- Constants. Each names its source; "fit" means tuned on bench/data/time_cases.yaml. ----
+
+// GEMM efficiency = ceiling (by architecture) x tile/wave quantization x reduction-depth
+// factor. Quantization follows NVIDIA's "Matrix Multiplication Background" guide: the output
+// is cut into CTA tiles, and the last wave of tiles over the SMs runs part-empty; cuBLAS picks
+// the best of a few tile shapes (smaller tiles run slower per tile). The BLOOM chronicles see
+// exactly this (micro-batch 1 -> 4 on TP=8: +16%). Short reductions cannot amortize the tile
+// prologue/epilogue: K / (K + kReductionHalf), the half-point a fit.
+struct TileShape {
+  double rows, cols, speed;  // output tile and its throughput relative to the largest
+};
+constexpr TileShape kTiles[] = {{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.80}};
+constexpr double kReductionHalf = 64;
+// Elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy on A100/H100).
+constexpr double kMemEfficiency = 0.80;
+// Fused attention, forward + backward, as a fraction of the 16-bit peak: FlashAttention-2
+// reaches ~50-60% on A100 but only ~35% on H100, where FA2-class kernels (PyTorch SDPA, TE
+// 2024) lack Hopper's async pipelines (Shah et al. 2024, FlashAttention-3, sec. 4.1).
+constexpr double kAttentionEfficiencyAmpere = 0.50;
+constexpr double kAttentionEfficiencyHopper = 0.35;
+// Fused-attention kernels amortize loading a query tile and writing its output over the key
+// blocks they stream, so short key ranges run below the long-sequence rate. FlashAttention-3
+// (Shah et al. 2024, fig. 5-6: H100, head dim 128, forward) reaches 467 TFLOP/s at 512 tokens
+// against 646 at 8k unmasked and 292 against 602 causal; FlashAttention-2 309/370 and 191/333.
+// keys / (keys + kAttentionKeysHalf), keys per query in one kernel call, follows both to
+// ~20% at 512 tokens and ~10% from 1k up (fit).
+constexpr double kAttentionKeysHalf = 200;
+// Ring attention (Transformer Engine's cp_comm_type "p2p", Megatron's default) merges each
+// step's partial output into the running one (flash_attn_fwd_out_correction: read the step's
+// output, read and write the accumulator, 16-bit) and in backward adds each step's dQ and
+// dK/dV the same way (dq.add_, dk.add_): 6 bytes per element per step. Steps that compute
+// half the queries touch half the output: 3/4 of a full pass on average over the ranks
+// (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py).
+constexpr double kRingMergeBytes = 6;
+constexpr double kRingMergeShare = 0.75;
+// Tensor cores need 16-byte-aligned matrix dims; a head dim that is not a multiple of 8
+// elements falls back to SIMT kernels, ~10x slower (NVIDIA Matrix Multiplication guide;
+// BLOOM chronicles: NHIDDEN 14400 with 64 heads, head dim 225, ran ~25% slower end to end).
+constexpr double kMisalignedSlowdown = 10;
+// FlashAttention backward runs 5 matmuls against the forward's 2, with 2 of them
+// recomputing the scores: ~2.5x the forward FLOPs (Dao 2023, sec. 3.1.2).
+constexpr double kFlashBackwardRatio = 2.5;
+// Memory traffic of the non-matmul ops of one layer, forward, per token, in activation
+// elements: `h` per hidden-size vector (norms, residual adds, dropout), `qkv` per
+// projection output element (rotary, head transposes), `ffn` per MLP inner element
+// (activation and gate product), `loss` bytes per logit (cross-entropy forward + backward).
+// Eager counts from the op list of HF's Llama layer (RMSNorm upcasts to fp32: ~12 passes
+// over h per norm); fused is what torch.compile / Megatron-TE kernels leave (one read and
+// one write per fused region). Backward moves about twice the forward bytes.
+struct ElementwiseCoeffs {
+  double h, qkv, ffn, loss;
+};
+constexpr ElementwiseCoeffs kEager{30, 8, 5, 20};
+constexpr ElementwiseCoeffs kFused{6, 2, 3, 8};
+// Without fused attention the scores are written, softmaxed (read + write) and read by the
+// AV matmul: 4 passes over a * s elements per token (Korthikanti et al. 2022, Table 1 terms).
+constexpr double kScorePasses = 4;
+// MoE dispatch: permute, unpermute and the combine weighting pass over k * h per token.
+constexpr double kPermutePasses = 4;
+// FP8 (Transformer Engine): each GEMM input is read in bf16 and written in fp8: 3 bytes.
+constexpr double kFp8CastBytes = 3;
+
+// ---- Hardware ----
+
+double Peak16(const GpuSpec& g) { return g.bf16_flops > 0 ? g.bf16_flops : g.fp16_flops; }
+
+// Fraction of the dense datasheet peak that large cuBLAS GEMMs sustain, by architecture.
+// A100 (sm80) holds ~250 of 312 TFLOP/s; H100 SXM (sm90) is power-bound at ~700 of 989
+// (BF16) and ~1100 of 1979 (FP8, with scaling overhead). Values are fits within those ranges.
+double Ceiling(int cc, Dtype p) {
+  const bool fp8 = p == Dtype::kFp8;
+  if (cc >= 90) return fp8 ? 0.55 : 0.70;
+  if (cc >= 89) return fp8 ? 0.55 : 0.80;
+  return 0.80;
+}
+
+// SMs from the dense 16-bit peak over the architecture's per-SM tensor rate at boost clock
+// (datasheets: V100 125 TF / 80 SMs, A100 312 / 108, A6000 154.8 / 84, L40S 362 / 142,
+// H100 SXM 989.4 / 132, B200 2250 / 148). GpuSpec carries no SM count.
+double SmCount(const GpuSpec& g) {
+  const int cc = g.compute_capability;
+  const double per_sm = cc >= 100 ? 15.2e12 : cc >= 90 ? 7.5e12 : cc >= 89 ? 2.55e12 : cc >= 86 ? 1.84e12
+                        : cc >= 80 ? 2.89e12 : 1.56e12;
+  return std::max(1.0, std::round(Peak16(g) / per_sm));
+}
+
+// ceil() of a positive double without a libm call (the search calls this millions of times).
+double CeilPositive(double v) {
+  const double t = static_cast<double>(static_cast<int64_t>(v));
+  return t < v ? t + 1 : t;
+}
+
+// Share of the tile-quantized, wave-quantized grid of `groups` GEMMs with an m x n output
+// that does useful work, for the best tile shape.
+double TileEfficiency(double sms, double m, double n, double groups) {
+  double best = 0;
+  for (const TileShape& t : kTiles) {
+    if (best >= t.speed) break;  // this and smaller tiles cannot do better
+    const double tiles = CeilPositive(m / t.rows) * CeilPositive(n / t.cols) * groups;
+    const double waves = CeilPositive(tiles / sms);
+    best = std::max(best, t.speed * m * n * groups / (waves * sms * t.rows * t.cols));
+  }
+  return best;
+}
+
+double Efficiency(const Hw& hw, double ceiling, double m, double n, double k, double groups) {
+  return ceiling * TileEfficiency(hw.sms, m, n, groups) * k / (k + kReductionHalf);
+}
+
+// ---- One layer, one micro-batch, one GPU ----
+
+void AttentionGemms(const LayerShape& x, Forward* f) {
+  const ModelSpec& m = x.m;
+  const double T = x.tokens, h = m.hidden, tp = x.tp, a = m.heads;
+  const bool lp = x.fp8;
+  if (m.attention == AttentionKind::kMla) {
+    const double qk = QkDim(m), rope = m.qk_rope_head_dim, nope = m.qk_nope_head_dim;
+    f->gemm += m.q_lora_rank > 0 ? Gemm(x.hw, lp, T, m.q_lora_rank, h) + Gemm(x.hw, lp, T, a * qk / tp, m.q_lora_rank)
+                                 : Gemm(x.hw, lp, T, a * qk / tp, h);
+    f->gemm += Gemm(x.hw, lp, T, m.kv_lora_rank + rope, h) +
+               Gemm(x.hw, lp, T, a * (nope + m.v_head_dim) / tp, m.kv_lora_rank);
+    const double o = Gemm(x.hw, lp, T, h, a * m.v_head_dim / tp);
+    f->gemm += o;
+    if (x.op_sac) f->sac_gemm += o;
+    return;
+  }
+  const double qw = m.q_width(), kvw = m.kv_width();
+  const double o = Gemm(x.hw, lp, T, h, qw / tp);
+  f->gemm += Gemm(x.hw, lp, T, (qw + 2 * kvw) / tp, h) + o;
+  if (x.op_sac) f->sac_gemm += Gemm(x.hw, lp, T, kvw / tp, h) + o;  // wk, wo: mm #2 and #4 of q,k,v,o
+}
+
+void MlpGemms(const LayerShape& x, bool moe, Forward* f) {
+  const ModelSpec& m = x.m;
+  const double T = x.tokens, h = m.hidden, tp = x.tp;
+  const double up = m.mlp == MlpKind::kGated ? 2 : 1;
+  const bool lp = x.fp8;
+  if (!moe) {
+    const double ffn = m.intermediate / tp;
+    const double down = Gemm(x.hw, lp, T, h, ffn);
+    f->gemm += Gemm(x.hw, lp, T, up * ffn, h) + down;
+    if (x.op_sac) f->sac_gemm += m.mlp == MlpKind::kGated ? Gemm(x.hw, lp, T, ffn, h) : down;  // w3 / fc2
+    return;
+  }
+  // Balanced routing: each GPU runs T*k/tp expert-tokens, over its E/ep local experts.
+  const double local_experts = static_cast<double>(m.experts) / x.ep;
+  const double rows = T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
+  const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
+  f->gemm += Gemm(x.hw, lp, rows, up * fe, h, local_experts) + Gemm(x.hw, lp, rows, h, fe, local_experts);
+  if (m.shared_experts > 0) {
+    const double fs = static_cast<double>(m.shared_experts * m.shared_intermediate) / tp;
+    f->gemm += Gemm(x.hw, lp, T, up * fs, h) + Gemm(x.hw, lp, T, h, fs);
+  }
+  f->gemm += Gemm(x.hw, false, T, static_cast<double>(m.experts), h);  // router
+}
+
+void AttentionCore(const LayerShape& x, Forward* f) {
+  const ModelSpec& m = x.m;
+  const double heads = static_cast<double>(m.heads) / x.tp;
+  const double keys = AttendedKeys(m, x.seq, x.flash);
+  const double flops = 2 * x.tokens * keys * heads * (QkDim(m) + VDim(m));
+  const double d = QkDim(m);
+  const double aligned = static_cast<int64_t>(d) % 8 == 0 ? 1 : kMisalignedSlowdown;
+  if (x.flash) {
+    // Each rank's sequence is two chunks (causal balance), so each ring step after the first
+    // runs over s/(2 cp) keys for all local queries or s/cp keys for half of them: equal work
+    // whose rates average (harmonically) to that of 2 s / (3 cp) keys.
+    const double kernel_keys = x.cp > 1 ? std::min(keys, 2 * x.seq / (3.0 * x.cp)) : keys;
+    const double length = kernel_keys / (kernel_keys + kAttentionKeysHalf);
+    f->attn += aligned * flops / (x.hw.peak16 * x.hw.attention * length);
+    return;
+  }
+  // Materialized scores: batched QK^T (k = head dim) and AV GEMMs per head, plus the
+  // softmax traffic.
+  const double rows = x.seq / x.cp, batches = heads * x.tokens / rows;
+  f->attn += aligned * (Gemm(x.hw, false, rows, x.seq, d, batches) + Gemm(x.hw, false, rows, VDim(m), x.seq, batches));
+  f->attn += MemSeconds(x.hw, x.tokens * heads * x.seq * x.act * kScorePasses);
+}
+
+// Ring attention's per-step merges of partial results, forward and backward.
+void RingMerges(const LayerShape& x, Forward* f) {
+  if (x.cp <= 1 || !x.flash) return;
+  const ModelSpec& m = x.m;
+  const double heads = static_cast<double>(m.heads) / x.tp;
+  const double kv = m.attention == AttentionKind::kMla
+                        ? heads * (QkDim(m) + VDim(m))
+                        : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
+  const double bytes = x.cp * kRingMergeShare * kRingMergeBytes * x.tokens;  // per head-dim element
+  f->attn += MemSeconds(x.hw, bytes * heads * VDim(m));
+  f->attn_bwd += MemSeconds(x.hw, bytes * (heads * QkDim(m) + kv));
+}
+
+void Elementwise(const LayerShape& x, bool moe, Forward* f) {
+  const ModelSpec& m = x.m;
+  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  const double tp = x.tp, h = m.hidden;
+  const double hidden_split = x.sp ? tp : 1;  // SP splits norms/residuals over TP
+  const double proj = m.attention == AttentionKind::kMla ? m.heads * (2 * QkDim(m) + VDim(m))
+                                                         : m.q_width() + 2.0 * m.kv_width();
+  double inner = m.intermediate;
+  if (moe) {
+    inner = static_cast<double>(m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate);
+  }
+  double elems = e.h * h / hidden_split + e.qkv * proj / tp + e.ffn * inner / tp;
+  if (moe) elems += kPermutePasses * m.experts_per_token * h / tp;
+  double bytes = x.tokens * elems * x.act;
+  if (x.fp8) bytes += x.tokens * kFp8CastBytes * (2 * h + proj / tp + inner / tp);
+  f->elem += MemSeconds(x.hw, bytes);
+}
+
+}  // namespace
+
+double PeakFor(const GpuSpec& g, Dtype p) {
+  switch (p) {
+    case Dtype::kFp8: return g.fp8_flops > 0 ? g.fp8_flops : Peak16(g);
+    case Dtype::kFp16: return g.fp16_flops > 0 ? g.fp16_flops : Peak16(g);
+    // PyTorch runs fp32 matmuls without TF32 by default; non-tensor FP32 is ~1/16 of BF16.
+    case Dtype::kFp32: return g.fp32_flops > 0 ? g.fp32_flops : Peak16(g) / 16;
+    default: return Peak16(g);
+  }
+}
+
+Hw HardwareFor(const GpuSpec& g, Dtype p) {
+  Hw hw;
+  hw.sms = SmCount(g);
+  hw.peak = PeakFor(g, p);
+  hw.peak16 = Peak16(g) > 0 ? Peak16(g) : hw.peak;
+  hw.bw = g.memory_bandwidth;
+  hw.ceiling = Ceiling(g.compute_capability, p);
+  hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16);
+  hw.operand = p == Dtype::kFp8 ? 1 : DtypeBytes(p);
+  hw.attention = g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere;
+  return hw;
+}
+
+double Gemm(const Hw& hw, bool low_precision, double m, double n, double k, double groups) {
+  if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) return 0;
+  const double peak = low_precision ? hw.peak : hw.peak16;
+  const double e = Efficiency(hw, low_precision ? hw.ceiling : hw.ceiling16, m, n, k, groups);
+  const double compute = 2 * m * n * k * groups / (peak * e);
+  const double bytes = (m * k + k * n + m * n) * groups * (low_precision ? hw.operand : 2);
+  return std::max(compute, hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0);
+}
+
+double MemSeconds(const Hw& hw, double bytes) { return hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0; }
+
+// ---- Model geometry and FLOP counts ----
+
+double Width(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden; }
+
+double FinalNormParams(const ModelSpec& m) {
+  return m.final_norm ? static_cast<double>(m.hidden) * (m.norm == NormKind::kLayer ? 2 : 1) : 0;
+}
+
+double QkDim(const ModelSpec& m) {
+  return m.attention == AttentionKind::kMla ? m.qk_nope_head_dim + m.qk_rope_head_dim : m.head_dim;
+}
+double VDim(const ModelSpec& m) { return m.attention == AttentionKind::kMla ? m.v_head_dim : m.head_dim; }
+
+double AttendedKeys(const ModelSpec& m, double s, bool causal_skip) {
+  const double full = causal_skip ? s / 2 : s;
+  if (m.sliding_window <= 0) return full;
+  const double window = std::min(full, static_cast<double>(m.sliding_window));
+  const double sliding_share =
+      m.sliding_window_pattern > 0 ? (m.sliding_window_pattern - 1.0) / m.sliding_window_pattern : 1.0;
+  return sliding_share * window + (1 - sliding_share) * full;
+}
+
+double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
+  const double h = m.hidden, a = m.heads;
+  double attn = 0;
+  if (m.attention == AttentionKind::kMla) {
+    const double qk = QkDim(m);
+    attn = (m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * a * qk : h * a * qk) +
+           h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim) +
+           a * m.v_head_dim * h;
+  } else {
+    attn = 2 * h * m.q_width() + 2 * h * m.kv_width();
+  }
+  const double mats = m.mlp == MlpKind::kGated ? 3 : 2;
+  const double dense_mlp = mats * h * m.intermediate;
+  const double moe_mlp = mats * h * (m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate) +
+                         h * m.experts;  // router
+  const double moe_layers = static_cast<double>(moe_layer_count);
+  const double ew = Width(m);
+  const double head = m.vocab * ew + (ew != h ? ew * h : 0);  // OPT's project_out feeds the head
+  return m.layers * attn + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp + head;
+}
+
+double FlopsPerToken(const ModelSpec& m, int64_t moe_layers, double context, double weight_factor, double passes) {
+  const double attn = 2.0 * m.layers * AttendedKeys(m, context, false) * m.heads * (QkDim(m) + VDim(m));
+  return weight_factor * MatmulParams(m, moe_layers) + passes * attn;
+}
+
+double ModelFlops(const ModelSpec& m, const Workload& w, int64_t moe_layers) {
+  if (!w.training()) return FlopsPerToken(m, moe_layers, w.inference.prompt_len + w.inference.gen_len / 2.0, 2, 1);
+  return FlopsPerToken(m, moe_layers, static_cast<double>(w.seq_len), w.lora_like() ? 4 : 6, 3);
+}
+
+double OptimizerBytesPerParam(Optimizer o) {
+  // Reads and writes of one fused step per parameter: fp32 master (8) + grad read (4) +
+  // 16-bit param write (2) + states: Adam m, v (16), 8-bit Adam (4), momentum (8), Lion (8),
+  // Adafactor factored (~2).
+  switch (o) {
+    case Optimizer::kAdamW:
+    case Optimizer::kAdam: return 30;
+    case Optimizer::kAdamW8bit: return 18;
+    case Optimizer::kSgd: return 14;
+    case Optimizer::kSgdMomentum:
+    case Optimizer::kLion: return 22;
+    case Optimizer::kAdafactor: return 16;
+  }
+  return 30;
+}
+
+double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
+  const double h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.intermediate;
+  double p = 0;
+  for (const std::string& t : lora.targets) {
+    if (t == "q_proj") p += h + q;
+    else if (t == "k_proj" || t == "v_proj") p += h + kv;
+    else if (t == "o_proj") p += q + h;
+    else if (t == "gate_proj" || t == "up_proj" || t == "down_proj") p += h + f;
+  }
+  return p * lora.rank;
+}
+
+// ---- One layer, one micro-batch, one GPU ----
+
+Forward LayerForward(const LayerShape& x, bool moe) {
+  Forward f;
+  AttentionGemms(x, &f);
+  MlpGemms(x, moe, &f);
+  AttentionCore(x, &f);
+  Elementwise(x, moe, &f);
+  f.attn_bwd = f.attn * (x.flash ? kFlashBackwardRatio : 2);
+  RingMerges(x, &f);
+  return f;
+}
+
+double HeadSeconds(const LayerShape& x) {
+  const double T = x.tokens, vt = static_cast<double>(x.m.vocab) / x.tp, ew = Width(x.m);
+  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  return Gemm(x.hw, false, T, vt, ew) * (x.lora ? 2 : 3) + MemSeconds(x.hw, T * vt * e.loss) +
+         MemSeconds(x.hw, 3 * T * x.m.hidden * x.act * e.h);
+}
+
+double EmbedSeconds(const LayerShape& x) { return MemSeconds(x.hw, 3 * x.tokens * x.m.hidden * x.act); }
+
+// ---- time_model.h's FLOP and GEMM entry points ----
+
+double MatmulParamsPerToken(const ModelSpec& m) { return MatmulParams(m, m.is_moe() ? m.moe_layer_count() : 0); }
+
+double TrainingFlopsPerToken(const ModelSpec& m, int64_t seq_len) {
+  // Megatron-LM num_floating_point_operations (Narayanan et al. 2021, appendix) and PaLM
+  // (Chowdhery et al. 2022, app. B): 6 * N_matmul + 6 * L * s * heads * (d_qk + d_v),
+  // i.e. 12 * L * s * h_q for standard heads, counting the full (non-causal) score matrix.
+  return FlopsPerToken(m, m.is_moe() ? m.moe_layer_count() : 0, static_cast<double>(seq_len), 6, 3);
+}
+
+double ModelFlopsPerToken(const ModelSpec& m, const Workload& w) {
+  return ModelFlops(m, w, m.is_moe() ? m.moe_layer_count() : 0);
+}
+
+double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k) {
+  if (m <= 0 || n <= 0 || k <= 0) return 0;
+  const Hw hw = HardwareFor(gpu, precision);
+  return Efficiency(hw, hw.ceiling, m, n, k, 1);
+}
+
+double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, double k) {
+  return Gemm(HardwareFor(gpu, precision), true, m, n, k);
+}
+
+}  // namespace shardplan
