@@ -94,5 +94,10 @@ check emit-force 0 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm
 check validate-print 0 -- "$bin" validate "$tmp/plan.yaml" --print-command
 expect validate-print-cmd "$tmp/out" "mpirun"
 
+# explain-oom: a verdict for a real message, exit 2 for text that is not one
+check explain-oom 0 -- "$bin" explain-oom "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.13 GiB already allocated; 1.67 GiB free; 12.52 GiB reserved in total by PyTorch)"
+expect explain-oom-verdict "$tmp/out" "verdict: working set"
+check explain-oom-bad 2 -- "$bin" explain-oom "Segmentation fault"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
