@@ -34,6 +34,10 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (f.nodes < 0 || f.gpus_per_node < 0) return Status::BadInput("--nodes and --gpus-per-node must be positive");
   if (f.nodes > 0) in.cluster.nodes = f.nodes;
   if (f.gpus_per_node > 0) in.cluster.gpus_per_node = f.gpus_per_node;
+  if (in.cluster.nodes > 1 && (in.cluster.inter_node.bandwidth <= 0 || in.cluster.inter_node.fabric == "none"))
+    return Status::BadInput(f.cluster + ": " + std::to_string(in.cluster.nodes) +
+                            " nodes, but the cluster has no network between nodes (inter_node fabric \"" +
+                            in.cluster.inter_node.fabric + "\"); set inter_node in the cluster file");
   if (!f.workload.empty()) {
     SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(f.workload));
   } else if (!f.task.empty() && f.task != "pretrain") {

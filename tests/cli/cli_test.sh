@@ -73,6 +73,10 @@ check plan-nothing 1 -- "$bin" plan --model llama-3.1-405b --cluster dgx-h100 --
 expect plan-nothing-text "$tmp/out" "NOTHING FITS"
 expect plan-nothing-advice "$tmp/out" "more GPUs"
 
+# several nodes of a cluster without a network between them
+check no-network 2 -- "$bin" plan --model llama-3.1-8b --cluster rtx4090-pc --nodes 2
+expect no-network-msg "$tmp/err" "no network between nodes"
+
 # topology show
 check topology 0 -- "$bin" topology show dgx-h100
 expect topology-text "$tmp/out" "NVIDIA H100 80GB HBM3"

@@ -35,8 +35,9 @@ TEST(Search, EveryPlanFitsAndIsRankedBySpeed) {
     if (i > 0) {  // best first; speeds within 1% are a tie that goes to the plan with more headroom
       const Candidate& prev = r.plans[i - 1];
       EXPECT_GE(prev.time.tokens_per_second_per_gpu, 0.98 * p.time.tokens_per_second_per_gpu);
-      if (prev.time.tokens_per_second_per_gpu < p.time.tokens_per_second_per_gpu)
+      if (prev.time.tokens_per_second_per_gpu < p.time.tokens_per_second_per_gpu) {
         EXPECT_GT(prev.memory.headroom_bytes, p.memory.headroom_bytes);
+      }
     }
     EXPECT_FALSE(p.reason.empty());
   }
