@@ -32,6 +32,13 @@ StatusOr<Emitted> AccelerateFiles(const Plan& plan, const JobShape& s, const Emi
   if (plan.layout.framework == Framework::kDeepSpeed) {  // the YAML points at the HF flavour
     SP_ASSIGN_OR_RETURN(Emitted ds, DeepSpeedFiles(plan, s, opt));
     out.Append(std::move(ds));
+  } else if (s.grad_accum > 1 && plan.layout.dp > 1 && plan.layout.zero >= 2) {
+    // accelerate's accumulate() skips FSDP's gradient sync between micro-batches unless told
+    // otherwise, and FSDP then keeps unsharded gradients: memory the plan does not budget.
+    out.Note(fmt::format("accelerate: build the Accelerator with gradient_accumulation_plugin="
+                         "GradientAccumulationPlugin(num_steps={}, sync_each_batch=True); without it FSDP keeps "
+                         "unsharded gradients across the {} accumulation steps, which this plan does not budget",
+                         s.grad_accum, s.grad_accum));
   }
   return out;
 }
