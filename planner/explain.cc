@@ -72,7 +72,10 @@ void ExplainMiss(const ModelSpec& m, const Workload& w, const ClusterSpec& c, co
     const MemoryTerm* big = Largest(s);
     const int64_t over = s.device_peak - (r.closest.memory.capacity_bytes - r.closest.memory.headroom_required_bytes);
     const MemoryEstimate& ce = r.closest.memory;
-    if (ce.gpu_fits && !ce.host_fits)
+    if (ce.gpu_fits && !ce.host_fits && c.host_memory_bytes <= 0)
+      r.binding = "host memory: the closest layout fits its GPUs only with CPU offload, and the cluster file "
+                  "does not state host memory (host: {memory: ...}), so the offload cannot be checked";
+    else if (ce.gpu_fits && !ce.host_fits)
       r.binding = "host memory: the closest layout fits its GPUs but needs " + GiB(ce.per_node_host_bytes) +
                   " of RAM per node for offloaded states (nodes have " + GiB(c.host_memory_bytes) + ")";
     else if (ce.gpu_fits && !ce.nvme_fits)

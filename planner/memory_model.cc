@@ -194,7 +194,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
   e.gpu_fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
   if (e.inference) e.kv = BudgetInference(ctx, full, full_shape);
   HostAndNvme(ctx, full_shape, e);
-  e.host_fits = c.host_memory_bytes <= 0 || e.per_node_host_bytes <= c.host_memory_bytes;
+  // Unknown host memory (a discovered cluster leaves it out) cannot vouch for CPU offload.
+  const bool offloads = l.offload_optimizer == Offload::kCpu || l.offload_params == Offload::kCpu;
+  e.host_fits = c.host_memory_bytes > 0 ? e.per_node_host_bytes <= c.host_memory_bytes : !offloads;
   e.nvme_fits = e.per_node_nvme_bytes <= c.nvme_bytes;
   e.fits = e.gpu_fits && e.host_fits && e.nvme_fits;
   return e;

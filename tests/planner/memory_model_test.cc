@@ -161,6 +161,16 @@ TEST(Offload, DeepSpeedCpuOptimizer) {
   EXPECT_NEAR(static_cast<double>(off.per_node_host_bytes), 16 * P / 8 * 8, P * 0.01);
 }
 
+// CPU offload needs host memory the cluster states; unknown host memory cannot vouch for it.
+TEST(Offload, UnknownHostMemoryDoesNotFit) {
+  ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-h100");
+  c.host_memory_bytes = 0;
+  Workload w = Train(4096, 64);
+  EXPECT_FALSE(EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=2,offload_optimizer=cpu"), c).host_fits);
+  EXPECT_TRUE(EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=2"), c).host_fits);
+}
+
 // Pipelines: the first stage keeps pp micro-batches in flight (1F1B), the last holds the logits.
 TEST(Pipeline, FirstStageHoldsMostActivations) {
   ModelSpec m = Model("llama-3.1-70b");
