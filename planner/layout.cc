@@ -280,8 +280,13 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   }
   if (w.lora_like() && l.pp == 1 && l.tp == 1 && !(l.fixed & kKeyZero) && l.framework != Framework::kMegatron)
     l.zero = l.dp > 1 ? l.zero : 0;
-  if (l.dp == 1 && !(l.fixed & kKeyZero) && l.offload_optimizer == Offload::kNone && l.offload_params == Offload::kNone)
-    l.zero = 0;  // nothing to shard over
+  // Nothing to shard over: Megatron's distributed optimizer and torchtitan's FSDP mesh span
+  // dp x cp, so a cp group still shards with dp = 1.
+  const bool spans_cp = l.framework == Framework::kMegatron || l.framework == Framework::kTorchtitan;
+  const int shard_over = spans_cp ? l.dp * l.cp : l.dp;
+  if (shard_over == 1 && !(l.fixed & kKeyZero) && l.offload_optimizer == Offload::kNone &&
+      l.offload_params == Offload::kNone)
+    l.zero = 0;
   if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(m, w, l));  // serving is framework-free
   SP_RETURN_IF_ERROR(CheckModelFit(m, w, l, c));
   if (w.training()) {

@@ -33,7 +33,7 @@ std::vector<int> ZeroStages(Framework f, int dp, int pp) {
   switch (f) {
     case Framework::kDeepSpeed: return pp > 1 ? std::vector<int>{0, 1} : dp > 1 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{0, 3};
     case Framework::kFsdp: return dp > 1 ? std::vector<int>{0, 2, 3} : std::vector<int>{0, 3};
-    case Framework::kMegatron: return dp > 1 ? std::vector<int>{0, 1} : std::vector<int>{0};
+    case Framework::kMegatron: return {0, 1};  // the distributed optimizer also spans cp
     case Framework::kTorchtitan: return {0, 3};
   }
   return {0};
