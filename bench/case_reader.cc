@@ -1,4 +1,5 @@
 #include "bench/case_reader.h"
+#include "bench/case_fields.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,82 +19,13 @@
 namespace shardplan::bench {
 namespace {
 
-// ---- Reading free-form fields. The notes mix numbers and prose ("1024 (inferred)"), so a
-// field that is not what a rule expects reads as absent rather than as an error.
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return s;
-}
-
-bool Mentions(const std::string& text, std::string_view lowercase_word) {
-  return Lower(text).find(lowercase_word) != std::string::npos;
-}
-
-YAML::Node Section(const YAML::Node& map, const char* key) {
-  if (map.IsMap() && map[key] && map[key].IsMap()) return map[key];
-  return YAML::Node(YAML::NodeType::Map);
-}
-
-std::string Str(const YAML::Node& map, const char* key) {
-  if (!map.IsMap() || !map[key] || !map[key].IsScalar()) return "";
-  return map[key].Scalar();
-}
-
-std::optional<int64_t> ParseInt(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-std::optional<int64_t> Int(const YAML::Node& map, const char* key) { return ParseInt(Str(map, key)); }
-
-std::optional<double> Number(const YAML::Node& map, const char* key) {
-  const std::string s = Str(map, key);
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (*end != '\0') return std::nullopt;
-  return v;
-}
-
-// The first run of digits in `text` ("max_model_len default (4096)" -> 4096).
-std::optional<int64_t> FirstInt(const std::string& text) {
-  const size_t at = text.find_first_of("0123456789");
-  if (at == std::string::npos) return std::nullopt;
-  return ParseInt(std::string_view(text).substr(at, text.find_first_not_of("0123456789", at) - at));
-}
-
-// "q_lora_rank=1536 kv_lora_rank=512" -> 1536 for "q_lora_rank=".
-std::optional<int64_t> IntAfter(const std::string& text, const std::string& key) {
-  const size_t at = text.find(key);
-  if (at == std::string::npos) return std::nullopt;
-  return FirstInt(text.substr(at + key.size()));
-}
-
-bool Skip(PublicCase& pc, std::string why) {
-  pc.skip = std::move(why);
-  return false;
-}
+using namespace detail;
 
 // model.family -> the HF model_type whose reader has the family's traits.
 const std::map<std::string, std::string> kModelTypes = {
     {"llama1", "llama"}, {"llama2", "llama"}, {"llama3", "llama"}, {"mixtral", "mixtral"},
     {"qwen3-moe", "qwen3_moe"}, {"deepseek-v3", "deepseek_v3"}, {"bloom", "bloom"},
     {"gpt2", "gpt2"}, {"gpt", "gpt2"}, {"mpt", "gpt2"}, {"opt", "opt"}};
-
-// source.repo -> the training framework whose memory layout the run used.
-const std::map<std::string, Framework> kFrameworks = {
-    {"bigscience-workshop/bigscience", Framework::kDeepSpeed},  // Megatron-DeepSpeed: PipelineEngine + ZeRO-1
-    {"deepspeedai/DeepSpeed", Framework::kDeepSpeed}, {"microsoft/DeepSpeed", Framework::kDeepSpeed},
-    {"huggingface/peft", Framework::kDeepSpeed},  // its examples run DeepSpeed ZeRO-3 offload
-    {"foundation-model-stack/fms-fsdp", Framework::kFsdp}, {"mosaicml/llm-foundry", Framework::kFsdp},
-    {"pytorch/torchtune", Framework::kFsdp},  // single-device recipes: plain PyTorch
-    {"unslothai/unsloth", Framework::kFsdp},  // the HF + FA2 baseline column
-    {"pytorch/torchtitan", Framework::kTorchtitan},
-    {"NVIDIA/Megatron-LM", Framework::kMegatron}, {"NVIDIA/NeMo", Framework::kMegatron},
-    {"NVIDIA-NeMo/Megatron-Bridge", Framework::kMegatron}, {"yanring/Megatron-MoE-ModelZoo", Framework::kMegatron}};
 
 // cluster.gpu text -> catalog GPU and the built-in cluster whose links it sits on. First match
 // wins; every keyword must appear.
@@ -116,30 +48,6 @@ constexpr GpuRule kGpuRules[] = {
     {"rtx pro 6000", "", "l40s-48gb", "rtx4090-pc"},  // PCIe card without NVLink; memory from the case
 };
 
-// Facts a case states only in prose (its notes and id), kept beside the case id. The torchtune
-// notes say "Cumulative ablation: each row adds the named technique to the previous one".
-struct Override {
-  const char* id;
-  const char* ac;          // recomputation the row inherits, or nullptr
-  const char* unmodelled;  // techniques of the row the memory model has no term for
-};
-constexpr Override kOverrides[] = {
-    {"torchtune-llama32-3b-ladder-packed-compile-chunkedce-ac", nullptr, "chunked cross-entropy"},
-    {"torchtune-llama32-3b-ladder-plus-optim-in-bwd", "full",
-     "chunked cross-entropy; optimizer step fused into backward"},
-};
-
-const Override* FindOverride(const std::string& id) {
-  for (const Override& o : kOverrides)
-    if (id == o.id) return &o;
-  return nullptr;
-}
-
-struct Fields {
-  YAML::Node model, cluster, layout, outcome;
-  std::string category, repo;
-  std::optional<int64_t> seq_override;  // a sequence length the outcome fixes (max-context tables)
-};
 
 // ---- Outcome: what was measured.
 
@@ -381,127 +289,6 @@ bool MapWorkload(const Fields& f, PublicCase& pc) {
   return true;
 }
 
-// ---- Layout: the --layout text, with the framework from the source.
-
-// key=value pairs in the order they are set; later keys win in ParseLayout.
-struct LayoutText {
-  std::string text;
-  void Put(const std::string& key, const std::string& value) { text += (text.empty() ? "" : ",") + key + "=" + value; }
-  void Put(const std::string& key, int64_t value) { Put(key, std::to_string(value)); }
-};
-
-std::string BalancedStages(int64_t layers, int64_t pp) {
-  std::string s;
-  for (int64_t i = 0; i < pp; ++i) s += (i ? "/" : "") + std::to_string(layers / pp + (i < layers % pp ? 1 : 0));
-  return s;
-}
-
-// Recomputation: the field, the ablation knob, or a ladder row's inherited setting.
-std::string MapRecompute(const Fields& f, PublicCase& pc) {
-  const std::string stated = Str(f.layout, "recompute");
-  const std::string text = Lower(stated + " " + Str(f.layout, "knobs"));
-  const Override* o = FindOverride(pc.id);
-  if (o && o->unmodelled) pc.unmodelled.push_back(o->unmodelled);
-  if (o && o->ac) return o->ac;
-  if (text.find("full") != std::string::npos || text.find("activation checkpointing") != std::string::npos)
-    return "full";
-  if (text.find("selective") != std::string::npos) {
-    if (text.find(':') != std::string::npos) {  // Megatron --recompute-modules
-      // Recomputing the MoE/MLP blocks keeps about what full recomputation keeps of them;
-      // shardplan's selective (core attention) would keep every expert's intermediates.
-      const bool mlp = text.find("moe") != std::string::npos || text.find("mlp") != std::string::npos;
-      pc.unmodelled.push_back("recompute of the named modules (" + stated + "); read as " +
-                              (mlp ? "full, the nearest mode that recomputes the MLP/MoE blocks" : "selective"));
-      return mlp ? "full" : "selective";
-    }
-    return "selective";
-  }
-  if (f.seq_override) {
-    pc.assumed.push_back("gradient checkpointing on (the case's inferred note)");
-    return "full";
-  }
-  if (text.find("none") == std::string::npos) {
-    pc.assumed.push_back("recompute " + (stated.empty() ? std::string("not stated") : "'" + stated + "'") + ": none");
-    pc.recompute_unstated = true;
-  }
-  return "none";
-}
-
-// Micro-batch and global batch (sequences per optimizer step).
-void MapBatch(const YAML::Node& l, int64_t dp, PublicCase& pc, LayoutText& out) {
-  const int64_t mbs = Int(l, "micro_batch").value_or(1);
-  auto global = Int(l, "global_batch");
-  if (auto local = Int(l, "local_batch_per_dp_rank")) global = *local * dp;  // torchtitan: micro-batches of 1 under PP
-  else if (!Int(l, "micro_batch")) pc.assumed.push_back("micro-batch 1 (not stated)");
-  if (!global) {
-    global = mbs * dp * Int(l, "grad_accum").value_or(1);
-    pc.assumed.push_back("global batch " + std::to_string(*global) + " (not stated)");
-  }
-  pc.workload.global_batch = *global;
-  out.Put("mbs", mbs);
-}
-
-// Sequence parallelism, offload, resharding and what the model lacks for this stack.
-void MapStackDefaults(const Fields& f, Framework framework, int64_t tp, int64_t pp, PublicCase& pc, LayoutText& out) {
-  const YAML::Node& l = f.layout;
-  // SP: stated, or on with TP where the stack turns it on by default (NeMo and Megatron-Bridge
-  // recipes, torchtitan's TP plan); Megatron-LM's --sequence-parallel is opt-in.
-  const std::string sp = Lower(Str(l, "sp"));
-  const bool default_on =
-      framework == Framework::kTorchtitan || (framework == Framework::kMegatron && f.repo != "NVIDIA/Megatron-LM");
-  const bool sp_on = sp == "true" || sp.find("on") != std::string::npos || (sp.empty() && tp > 1 && default_on);
-  if (sp.empty() && tp > 1)
-    pc.assumed.push_back(std::string("sequence parallel ") + (sp_on ? "on" : "off") + " (the stack's default)");
-  out.Put("sp", sp_on ? "on" : "off");
-  // Offload: ZeRO-Offload / FSDP CPUOffload as the prose names it.
-  const std::string offload = Lower(Str(l, "offload"));
-  const bool none = offload.empty() || offload.rfind("none", 0) == 0;
-  if (!none && (offload.find("param") != std::string::npos || offload.find("zero-3") != std::string::npos))
-    out.Put("offload_params", "cpu");
-  if (!none || Str(l, "optimizer_offload") == "true") out.Put("offload_optimizer", "cpu");
-  // torchtitan keeps gathered parameters across micro-batches under PP (parallelize.py sets
-  // reshard_after_forward = False when pp is enabled).
-  if (framework == Framework::kTorchtitan && pp > 1) {
-    out.Put("reshard", "off");
-    pc.assumed.push_back("reshard_after_forward off (torchtitan's default under PP)");
-  }
-  if (Mentions(Str(l, "fsdp"), "hsdp")) pc.assumed.push_back("HSDP split not stated: fully sharded over dp");
-  if (Mentions(Str(l, "zero_note"), "not sharded"))
-    pc.unmodelled.push_back("BF16_Optimizer fp32 gradient-accumulation buffer (4 B/param, unsharded)");
-  if (f.repo == "pytorch/torchtune" && pc.workload.task == Task::kFinetune)  // recipe dtype: bf16
-    pc.unmodelled.push_back("pure bf16 training: bf16 weights, grads and AdamW states, no fp32 master");
-}
-
-bool MapLayout(const Fields& f, PublicCase& pc) {
-  const YAML::Node& l = f.layout;
-  const int64_t tp = Int(l, "tp").value_or(1), pp = Int(l, "pp").value_or(1), cp = Int(l, "cp").value_or(1);
-  const int64_t vpp = Int(l, "vpp").value_or(1), world = pc.cluster.world_size();
-  const int64_t dp = Int(l, "dp").value_or(world / std::max<int64_t>(1, tp * pp * cp));
-  if (dp * tp * pp * cp != world)
-    return Skip(pc, "layout: dp x tp x pp x cp does not cover " + std::to_string(world) + " GPUs");
-  LayoutText out;
-  out.Put("tp", tp), out.Put("pp", pp), out.Put("cp", cp), out.Put("dp", dp), out.Put("ep", Int(l, "ep").value_or(1));
-  if (vpp > 1) out.Put("vpp", vpp);
-  if (vpp > 1 && pc.model.layers % (pp * vpp) != 0) {
-    out.Put("stages", BalancedStages(pc.model.layers, pp));
-    const std::string stated = Str(l, "pp_layout");
-    pc.assumed.push_back("uneven pipeline split, balanced (" + (stated.empty() ? "not stated" : "pp_layout " + stated) +
-                         ")");
-  }
-  if (pc.workload.training()) {
-    Framework framework = Framework::kTorchtitan;  // a paper without a repository: Meta's FSDP + TP + PP stack
-    if (const auto fw = kFrameworks.find(f.repo); fw != kFrameworks.end()) framework = fw->second;
-    else if (!f.repo.empty()) return Skip(pc, "no framework known for source " + f.repo);
-    else pc.assumed.push_back("framework torchtitan (the paper's FSDP + TP + PP stack)");
-    out.Put("framework", std::string(FrameworkName(framework)));
-    if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
-    out.Put("ac", MapRecompute(f, pc));
-    MapBatch(l, dp, pc, out);
-    MapStackDefaults(f, framework, tp, pp, pc, out);
-  }
-  pc.layout = out.text;
-  return true;
-}
 
 PublicCase MapCase(const YAML::Node& c) {
   PublicCase pc;
