@@ -58,7 +58,7 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
-  bytes += k * sb * (2 * d.h + MlpInner(m, ctx.l, fe) + 2 * d.h) / (ctx.l.etp > 1 ? 1 : 1);
+  bytes += k * sb * (2 * d.h + MlpInner(m, ctx.l, fe) + 2 * d.h);  // fe is already split by ETP
   if (m.shared_experts > 0)
     bytes += sb * MlpInner(m, ctx.l, static_cast<double>(m.shared_experts * m.shared_intermediate)) / d.t;
   return bytes;

@@ -76,8 +76,8 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
       Add(out, "optimizer_step_temp", 4 * master_elems, Phase::kStep, Phase::kStep,
           "fp32 gradient partition built at step(), 4P/N (single_grad_partition)");
     else
-      Add(out, "offload_staging", 2.0 * static_cast<double>(LargestParam(ctx.m)) / l.tp * wb / 2, Phase::kBackward,
-          Phase::kStep, "temp_grad_buffer_for_gpu_offload: 2 x largest param (stage_1_and_2.py)");
+      Add(out, "offload_staging", wb * static_cast<double>(LargestParam(ctx.m)) / l.tp, Phase::kBackward, Phase::kStep,
+          "temp_grad_buffer_for_gpu_offload: the largest param's gradient in 16 bits (stage_1_and_2.py)");
     return;
   }
   // ZeRO-3 (stage3.py, partition_parameters.py)
