@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "planner/framework_defaults.h"
+
 namespace shardplan::launch {
 namespace {
 
@@ -112,12 +114,12 @@ ZeroBuckets ZeroBucketsFor(const Plan& plan) {
     b.prefetch_bucket = h * h * 9 / 10;           // HF "auto": 0.9 * hidden_size^2
     b.persistence_threshold = 10 * h;             // HF "auto": 10 * hidden_size
   } else {
-    b.reduce_bucket = 500000000;                  // DeepSpeed default 5e8 (zero/config.py)
-    b.allgather_bucket = 500000000;               // DeepSpeed default 5e8
+    b.reduce_bucket = defaults::kDeepSpeedReduceBucket;
+    b.allgather_bucket = defaults::kDeepSpeedAllgatherBucket;
   }
-  b.max_live_parameters = 1000000000;             // DeepSpeed default 1e9
-  b.max_reuse_distance = 1000000000;              // DeepSpeed default 1e9
-  b.param_buffer = std::max<int64_t>(100000000, LargestParam(plan.model));  // default 1e8
+  b.max_live_parameters = defaults::kDeepSpeedMaxLive;
+  b.max_reuse_distance = defaults::kDeepSpeedMaxReuse;
+  b.param_buffer = std::max(defaults::kDeepSpeedParamBuffer, LargestParam(plan.model));
   return b;
 }
 

@@ -3,16 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 #include "planner/units.h"
 
 namespace shardplan {
 namespace {
 
-// vLLM V1 default max_num_batched_tokens for its profile run (chunked prefill).
-constexpr int64_t kProfileTokens = 8192;
-constexpr int64_t kMaxNumSeqs = 256;   // vLLM default max_num_seqs: the sampler's logits rows
-constexpr int64_t kBlock = 16;         // KV page size in tokens
+constexpr int64_t kProfileTokens = defaults::kVllmBatchedTokens;
+constexpr int64_t kMaxNumSeqs = defaults::kVllmMaxSeqs;
+constexpr int64_t kBlock = defaults::kVllmBlockTokens;
 
 }  // namespace
 

@@ -4,16 +4,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 
 namespace shardplan {
 namespace {
 
-// DeepSpeed defaults (deepspeed/runtime/zero/config.py, memory-model.md 1.4).
-constexpr int64_t kDsReduceBucket = 500'000'000;     // reduce_bucket_size, elements
-constexpr int64_t kDsPrefetchBucket = 50'000'000;    // stage3_prefetch_bucket_size
-constexpr int64_t kDsMaxLive = 1'000'000'000;        // stage3_max_live_parameters
-constexpr int64_t kDsSubGroup = 1'000'000'000;       // sub_group_size
+constexpr int64_t kDsReduceBucket = defaults::kDeepSpeedReduceBucket;
+constexpr int64_t kDsPrefetchBucket = defaults::kDeepSpeedPrefetchBucket;
+constexpr int64_t kDsMaxLive = defaults::kDeepSpeedMaxLive;
+constexpr int64_t kDsSubGroup = defaults::kDeepSpeedSubGroup;
 
 int64_t B(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
@@ -119,7 +119,8 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     if (MixedPrecision(ctx.w))
       Add(out, "autocast_weight_cache", wb * st.params, Phase::kForward, Phase::kBackward,
           "autocast caches a bf16 copy of every fp32 weight inside the forward region");
-    Add(out, "reduce_bucket", 4.0 * 25 * 1024 * 1024 / 4, Phase::kBackward, Phase::kBackward, "DDP bucket_cap_mb=25");
+    Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
+        "DDP bucket_cap_mb=25");
     return;
   }
   Add(out, "gathered_units_forward", 3 * unit, Phase::kForward, Phase::kForward,

@@ -10,27 +10,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "planner/framework_defaults.h"
 #include "planner/plan.h"
 #include "validate/manifest.h"
 
 namespace shardplan::validate {
 
-// DeepSpeed reduce_bucket_size and allgather_bucket_size default: 5e8 elements
-// (deepspeed/runtime/zero/config.py; memory-model.md 1.4).
-constexpr int64_t kDeepSpeedBucketElems = 500'000'000;
-// DeepSpeed stage3_prefetch_bucket_size default: 5e7 elements (same file).
-constexpr int64_t kDeepSpeedPrefetchElems = 50'000'000;
-// PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
-constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;
+// Framework defaults shared with the memory model and the emitter (planner/framework_defaults.h).
+constexpr int64_t kDeepSpeedBucketElems = defaults::kDeepSpeedReduceBucket;
+constexpr int64_t kDeepSpeedPrefetchElems = defaults::kDeepSpeedPrefetchBucket;
+constexpr int64_t kDdpBucketBytes = defaults::kDdpBucketBytes;
 // Megatron DDP bucket: max(40M, 1M x dp) elements
 // (megatron/core/distributed/distributed_data_parallel.py).
 constexpr int64_t kMegatronMinBucketElems = 40'000'000;
 constexpr int64_t kMegatronBucketElemsPerRank = 1'000'000;
 
-// vLLM's max_num_batched_tokens default for its profile run and scheduler budget: one
-// serving step forwards at most this many tokens (vllm/config SchedulerConfig; the memory
-// model's activation_workspace uses the same figure).
-constexpr int64_t kServingBatchedTokens = 8192;
+// One serving step forwards at most vLLM's max_num_batched_tokens.
+constexpr int64_t kServingBatchedTokens = defaults::kVllmBatchedTokens;
 
 // What the sizes of one rank's collectives depend on.
 struct CommShape {

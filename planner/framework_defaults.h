@@ -1,0 +1,27 @@
+// Defaults of the frameworks shardplan models, in one place: the memory model budgets them,
+// the emitter writes them, and the validator sizes its collectives with them.
+#pragma once
+
+#include <cstdint>
+
+namespace shardplan::defaults {
+
+// DeepSpeed ZeRO (deepspeed/runtime/zero/config.py; memory-model.md 1.4), in elements.
+constexpr int64_t kDeepSpeedReduceBucket = 500'000'000;     // reduce_bucket_size
+constexpr int64_t kDeepSpeedAllgatherBucket = 500'000'000;  // allgather_bucket_size
+constexpr int64_t kDeepSpeedPrefetchBucket = 50'000'000;    // stage3_prefetch_bucket_size
+constexpr int64_t kDeepSpeedMaxLive = 1'000'000'000;        // stage3_max_live_parameters
+constexpr int64_t kDeepSpeedMaxReuse = 1'000'000'000;       // stage3_max_reuse_distance
+constexpr int64_t kDeepSpeedSubGroup = 1'000'000'000;       // sub_group_size
+constexpr int64_t kDeepSpeedParamBuffer = 100'000'000;      // offload_param buffer_size
+
+// PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
+constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;
+
+// vLLM V1 scheduler: max_num_batched_tokens for its profile run (chunked prefill), the
+// max_num_seqs rows of sampler logits, and the KV page size in tokens.
+constexpr int64_t kVllmBatchedTokens = 8192;
+constexpr int64_t kVllmMaxSeqs = 256;
+constexpr int64_t kVllmBlockTokens = 16;
+
+}  // namespace shardplan::defaults
