@@ -174,6 +174,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
     StageMemory sm;
     sm.stage = st;
     sm.layers = shape.layers;
+    sm.first_layer = shape.first_layer;
+    sm.params = shape.dense_params + shape.expert_params;
+    sm.unit_params = shape.layer_params;
     AddOverheads(ctx, shape, sm.terms);
     if (w.training()) {
       AddModelStates(ctx, shape, sm.terms);

@@ -39,6 +39,9 @@ struct MemoryTerm {
 struct StageMemory {
   int stage = 0;
   int layers = 0;
+  int first_layer = 0;         // global index of the stage's first decoder layer
+  int64_t params = 0;          // parameter elements on one GPU of the stage (after TP and EP)
+  int64_t unit_params = 0;     // its largest decoder layer on one GPU (an FSDP / gathered unit)
   std::vector<MemoryTerm> terms;
   int64_t allocated_peak = 0;  // max over phases of live torch bytes (max_memory_allocated)
   int64_t reserved_peak = 0;   // allocated rounded as the caching allocator rounds, + fragmentation

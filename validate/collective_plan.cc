@@ -22,12 +22,6 @@ void Add(std::vector<CollectiveStep>* out, std::string name, std::string group,
   out->push_back(std::move(c));
 }
 
-// Parameters of `layer` on one rank: dense parts split by TP, routed experts by EP x ETP.
-int64_t LocalLayerParams(const ModelSpec& m, const Layout& l, int64_t layer) {
-  const int64_t experts = LayerExpertParams(m, layer);
-  return (LayerParams(m, layer) - experts) / l.tp + experts / (int64_t{l.ep} * l.etp);
-}
-
 // Elements of the adapters' gradients on this rank, from the estimate's own term: LoRA
 // adapters keep fp32 gradients (peft autocast_adapter_dtype), 4 B each.
 int64_t AdapterGradientElements(const StageMemory& stage) {
@@ -113,20 +107,19 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
   s.tokens = tokens / std::max(l.cp, 1);
   s.micro = s.training ? std::max(l.grad_accum, 1) : 1;
   s.act_bytes = s.param_bytes = w.precision == Dtype::kFp32 ? 4 : 2;
+  // The stage's shape is the memory model's own (planner/memory_model.h), not recomputed.
   const auto& stages = plan.memory.stages;
-  int64_t first = 0;
-  for (int i = 0; i < me.pp && i < static_cast<int>(stages.size()); ++i) first += stages[static_cast<size_t>(i)].layers;
-  s.layers = me.pp < static_cast<int>(stages.size()) ? stages[static_cast<size_t>(me.pp)].layers : 0;
-  for (int64_t i = first; i < first + s.layers; ++i) {
-    const bool moe = static_cast<size_t>(i) < m.moe_layer.size() ? m.moe_layer[static_cast<size_t>(i)]
-                                                                 : m.is_moe();
-    s.moe_layers += moe ? 1 : 0;
-    const int64_t local = LocalLayerParams(m, l, i);
-    s.local_params += local;
-    s.unit_params = std::max(s.unit_params, local);
+  if (me.pp < static_cast<int>(stages.size())) {
+    const StageMemory& st = stages[static_cast<size_t>(me.pp)];
+    s.layers = st.layers;
+    s.local_params = st.params;
+    s.unit_params = st.unit_params;
+    for (int64_t i = st.first_layer; i < st.first_layer + s.layers; ++i) {
+      const bool moe = static_cast<size_t>(i) < m.moe_layer.size() ? m.moe_layer[static_cast<size_t>(i)]
+                                                                   : m.is_moe();
+      s.moe_layers += moe ? 1 : 0;
+    }
   }
-  if (me.pp == 0) s.local_params += FirstStageExtraParams(m) / l.tp;
-  if (me.pp == l.pp - 1) s.local_params += LastStageExtraParams(m) / l.tp;
   s.grad_params = s.local_params;
   if (w.lora_like() && me.pp < static_cast<int>(stages.size())) {
     // Only adapters train, so only their gradients are synchronised.
