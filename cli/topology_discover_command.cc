@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/inputs.h"
+#include "planner/io/atomic_file.h"
 #include "topology/cluster_writer.h"
 #include "topology/discover.h"
 

@@ -25,9 +25,6 @@ struct ClusterYamlOptions {
 
 std::string WriteClusterYaml(const ClusterSpec& cluster, const ClusterYamlOptions& options = {});
 
-// Writes `text` to `path` atomically: a temporary file in the same folder, flushed to disk,
-// then renamed over `path`. A reader never sees half a file.
-Status WriteFileAtomically(const std::string& path, std::string_view text);
 
 // Quantity strings the units parser (planner/units.h) reads back exactly.
 std::string YamlBytes(int64_t bytes);          // "81559 MiB", "2 TiB", "30 TB"

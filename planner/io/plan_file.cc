@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "planner/io/atomic_file.h"
 #include "planner/io/document.h"
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
@@ -98,20 +99,9 @@ std::string PlanToYaml(const Plan& p) {
 }
 
 Status SavePlan(const Plan& plan, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::BadInput(path + ": cannot write the plan here");
-    out << PlanToYaml(plan);
-    if (!out.flush()) return Status::Internal(tmp + ": write failed");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    return Status::Internal(path + ": cannot move the plan into place");
-  }
-  return Status::Ok();
+  Status s = WriteFileAtomically(path, PlanToYaml(plan));
+  // A place the user named that cannot take the plan is bad usage (exit 2), as before.
+  return s.ok() ? s : Status::BadInput(s.message());
 }
 
 StatusOr<Plan> ParsePlanDocument(const Document& doc);

@@ -1,5 +1,6 @@
 // The cluster YAML writer: quantity strings, the file a discovery writes, and the round trip
 // through the reader (topology/cluster_reader.h) that `shardplan plan --cluster` uses.
+#include "planner/io/atomic_file.h"
 #include "topology/cluster_writer.h"
 
 #include <gtest/gtest.h>
