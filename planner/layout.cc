@@ -214,15 +214,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     for (const auto& k : kKeys)
       if (key == k.name) info = &k;
     if (!info) {
-      std::string hint;
-      int best = 3;
-      for (const std::string& name : KeyNames()) {
-        // A tiny edit distance on short keys: "tpp" -> "tp".
-        size_t common = 0;
-        while (common < key.size() && common < name.size() && key[common] == name[common]) ++common;
-        int d = static_cast<int>(std::max(key.size(), name.size()) - common);
-        if (d < best) best = d, hint = name;
-      }
+      const std::string hint = Suggest(key, KeyNames());
       return Status::BadInput("--layout: unknown key '" + key + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
                               " (keys: " + Join(KeyNames()) + ")");
     }

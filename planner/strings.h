@@ -1,6 +1,7 @@
 // Small string helpers shared by readers, writers and tables.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -42,6 +43,35 @@ inline std::string Thousands(long long v) {
     out += digits[i];
   }
   return v < 0 ? "-" + out : out;
+}
+
+// Edit distance, for suggestions.
+inline int EditDistance(std::string_view a, std::string_view b) {
+  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// The closest of `candidates` to `word`, within about a third of its length (3 edits at
+// most); empty when nothing is that close.
+inline std::string Suggest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  int best_d = 4;
+  for (const auto& c : candidates) {
+    int d = EditDistance(word, c);
+    int limit = std::max<int>(1, std::min<int>(3, static_cast<int>(std::max(c.size(), word.size())) / 3));
+    if (d <= limit && d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
 }
 
 }  // namespace shardplan

@@ -65,32 +65,6 @@ bool LooksLikeJson(std::string_view name, std::string_view text) {
 
 }  // namespace
 
-int EditDistance(std::string_view a, std::string_view b) {
-  std::vector<int> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = static_cast<int>(j);
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = static_cast<int>(i);
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
-std::string Suggest(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  int best_d = 4;
-  for (const auto& c : candidates) {
-    int d = EditDistance(word, c);
-    int limit = std::max<int>(1, std::min<int>(3, static_cast<int>(std::max(c.size(), word.size())) / 3));
-    if (d <= limit && d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
     return Status::BadInput(name + ": the file is empty; expected a mapping of keys");

@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "planner/status.h"
+#include "planner/strings.h"  // Suggest, for the readers' did-you-mean
 
 namespace shardplan {
 
@@ -68,10 +69,6 @@ auto Guarded(const Document& doc, F parse) -> decltype(parse()) {
   }
 }
 
-// Edit distance, for suggestions.
-int EditDistance(std::string_view a, std::string_view b);
-// The closest of `candidates` to `word` within distance 3, or empty.
-std::string Suggest(std::string_view word, const std::vector<std::string>& candidates);
 
 // Loads a named built-in (configs/<folder>/<name>.*) or a path. Names are tried first
 // unless `ref` contains a '/' or an extension.
