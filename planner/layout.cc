@@ -107,8 +107,7 @@ int DefaultZero(Framework f) {
   return 0;
 }
 
-Status CheckFramework(const ModelSpec& m, const Workload& w, const Layout& l) {
-  (void)m;
+Status CheckFramework(const Layout& l) {
   switch (l.framework) {
     case Framework::kFsdp:
       if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
@@ -137,7 +136,6 @@ Status CheckFramework(const ModelSpec& m, const Workload& w, const Layout& l) {
       (l.offload_optimizer != Offload::kNone) != (l.offload_params != Offload::kNone))
     return Rule("FSDP's CPUOffloadPolicy moves parameters, gradients and optimizer states together: "
                 "set offload_optimizer and offload_params both to cpu or both to none");
-  (void)w;
   return Status::Ok();
 }
 
@@ -279,7 +277,7 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   if (shard_over == 1 && !(l.fixed & kKeyZero) && l.offload_optimizer == Offload::kNone &&
       l.offload_params == Offload::kNone)
     l.zero = 0;
-  if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(m, w, l));  // serving is framework-free
+  if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(l));  // serving is framework-free
   SP_RETURN_IF_ERROR(CheckModelFit(m, w, l, c));
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
