@@ -45,13 +45,20 @@ bool Better(const Candidate& a, const Candidate& b) {
 }
 
 struct Worker {
+  // Prices on the fast path (first and last stage) and keeps `keep` best candidates.
+  Worker(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
+         const CostModels& models, size_t keep)
+      : m(m), w(w), c(c), opt(opt), models(models), fast(opt.memory), keep(keep) {
+    fast.extreme_stages_only = true;
+  }
+
   const ModelSpec& m;
   const Workload& w;
   const ClusterSpec& c;
   const SearchOptions& opt;
   const CostModels& models;
   MemoryOptions fast;
-  std::vector<Candidate> best;  // kept sorted, at most keep_ entries
+  std::vector<Candidate> best;  // kept sorted, at most `keep` entries
   size_t keep = 0;
   int64_t considered = 0, estimated = 0, feasible = 0;
   bool has_closest = false;
@@ -138,8 +145,7 @@ SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c,
   threads = std::max(1, std::min<int>(threads, static_cast<int>(groups.size() / 8) + 1));
   std::vector<Worker> workers;
   for (int t = 0; t < threads; ++t) {
-    workers.push_back(Worker{m, w, c, opt, models, opt.memory, {}, static_cast<size_t>(std::max(1, opt.top_k) * 8)});
-    workers.back().fast.extreme_stages_only = true;
+    workers.emplace_back(m, w, c, opt, models, static_cast<size_t>(std::max(1, opt.top_k) * 8));
   }
   std::atomic<int64_t> next{0};
   auto run = [&](Worker& wk) {
