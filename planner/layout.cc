@@ -50,11 +50,33 @@ StatusOr<bool> ParseSwitch(const std::string& key, const std::string& v) {
 
 Status SetKey(Layout& l, const std::string& key, const std::string& v) {
   if (key == "framework") {
-    static const std::map<std::string, Framework> f = {{"deepspeed", Framework::kDeepSpeed}, {"fsdp", Framework::kFsdp},
-                                                       {"megatron", Framework::kMegatron}, {"torchtitan", Framework::kTorchtitan}};
-    auto it = f.find(v);
-    if (it == f.end()) return Bad(key, "deepspeed, fsdp, megatron or torchtitan", v);
-    l.framework = it->second;
+    // The names users give their stack; each maps to the engine that shards and the library
+    // whose recipe defaults apply (Megatron-DeepSpeed runs DeepSpeed's engine; NeMo and
+    // Megatron-Bridge run Megatron-core; accelerate's FSDP is FSDP).
+    struct Named {
+      Framework engine;
+      Stack stack;
+    };
+    static const std::map<std::string, Named> f = {
+        {"deepspeed", {Framework::kDeepSpeed, Stack::kNative}}, {"megatron-deepspeed", {Framework::kDeepSpeed, Stack::kNative}},
+        {"fsdp", {Framework::kFsdp, Stack::kNative}},           {"fsdp2", {Framework::kFsdp, Stack::kNative}},
+        {"accelerate", {Framework::kFsdp, Stack::kNative}},     {"megatron", {Framework::kMegatron, Stack::kNative}},
+        {"megatron-lm", {Framework::kMegatron, Stack::kNative}}, {"megatron-core", {Framework::kMegatron, Stack::kNative}},
+        {"nemo", {Framework::kMegatron, Stack::kNative}},       {"megatron-bridge", {Framework::kMegatron, Stack::kNative}},
+        {"torchtitan", {Framework::kTorchtitan, Stack::kNative}}, {"torchtune", {Framework::kFsdp, Stack::kTorchtune}},
+        {"hf", {Framework::kFsdp, Stack::kHf}},                 {"transformers", {Framework::kFsdp, Stack::kHf}},
+        {"trl", {Framework::kFsdp, Stack::kHf}},                {"peft", {Framework::kFsdp, Stack::kHf}},
+        {"unsloth", {Framework::kFsdp, Stack::kUnsloth}}};
+    auto it = f.find(Lower(v));
+    if (it == f.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, named] : f) names.push_back(name);
+      const std::string hint = Suggest(Lower(v), names);
+      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf or unsloth" +
+                          (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"), v);
+    }
+    l.framework = it->second.engine;
+    l.stack = it->second.stack;
   } else if (key == "ac") {
     if (v == "none") l.ac = Recompute::kNone;
     else if (v == "selective") l.ac = Recompute::kSelective;
@@ -98,8 +120,11 @@ std::string Num(int64_t v) { return std::to_string(v); }
 
 Status Rule(const std::string& rule) { return Status::BadInput("layout breaks a rule: " + rule); }
 
-int DefaultZero(Framework f) {
-  switch (f) {
+int DefaultZero(const Layout& l) {
+  // HF Trainer and Unsloth without a DeepSpeed/FSDP config replicate (DDP); torchtune's
+  // distributed recipes shard with FSDP2.
+  if (l.stack == Stack::kHf || l.stack == Stack::kUnsloth) return 0;
+  switch (l.framework) {
     case Framework::kFsdp:
     case Framework::kTorchtitan: return 3;   // FULL_SHARD / fully_shard
     case Framework::kMegatron: return 1;     // --use-distributed-optimizer
@@ -111,13 +136,16 @@ int DefaultZero(Framework f) {
 Status CheckFramework(const Layout& l) {
   switch (l.framework) {
     case Framework::kFsdp:
-      if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
-        return Rule("framework=fsdp (accelerate FSDP) is data-parallel only: tp, pp, cp and ep must be 1 "
-                    "(use torchtitan or megatron to combine FSDP with TP/PP/CP)");
+      // accelerate's ParallelismConfig, HF's tp_plan and torchtune's tensor_parallel_dim put
+      // TP (and accelerate CP) on an FSDP2 mesh; pipelines and experts need another engine.
+      if (l.pp > 1 || l.ep > 1)
+        return Rule("framework=" + std::string(FrameworkName(l)) + " has no pipeline or expert parallelism: pp and ep must be 1 "
+                    "(use torchtitan or megatron to combine FSDP with PP/EP)");
       if (l.zero == 1) return Rule("FSDP has no ZeRO-1 equivalent: zero=0 (NO_SHARD), 2 (SHARD_GRAD_OP) or 3 (FULL_SHARD)");
       break;
     case Framework::kMegatron:
-      if (l.zero > 1) return Rule("Megatron shards optimizer states only (distributed optimizer): zero must be 0 or 1");
+      // zero=2/3 is Megatron-FSDP (--use-megatron-fsdp, --data-parallel-sharding-strategy
+      // optim_grads / optim_grads_params); zero=1 the distributed optimizer.
       if (l.offload_params != Offload::kNone) return Rule("Megatron does not offload parameters");
       break;
     case Framework::kTorchtitan:
@@ -127,7 +155,7 @@ Status CheckFramework(const Layout& l) {
       break;
     case Framework::kDeepSpeed:
       if (l.pp > 1 && l.zero > 1) return Rule("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only, not " + Num(l.zero));
-      if (l.cp > 1) return Rule("cp > 1 needs megatron or torchtitan (DeepSpeed Ulysses is not modelled)");
+      // cp > 1 is DeepSpeed-Ulysses (sequence_parallel_size): the sequence is split as with CP.
       break;
   }
   if (l.framework != Framework::kDeepSpeed &&
@@ -149,9 +177,9 @@ Status CheckHeads(const ModelSpec& m, const Layout& l) {
   return Status::Ok();
 }
 
-Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c) {
-  if (l.tp > c.gpus_per_node)
-    return Rule("tp (" + Num(l.tp) + ") must fit inside one node (" + Num(c.gpus_per_node) + " GPUs)");
+// TP across nodes is legal in every framework (NVL72 racks run it inside one NVLink domain);
+// the time model prices it on the tier it spans, and the search keeps TP inside a node.
+Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
   if (l.pp > m.layers) return Rule("pp (" + Num(l.pp) + ") exceeds the layers (" + Num(m.layers) + ")");
   if (!l.stages.empty()) {
     int64_t sum = std::accumulate(l.stages.begin(), l.stages.end(), int64_t{0});
@@ -194,6 +222,16 @@ std::string_view FrameworkName(Framework f) {
   return "?";
 }
 
+std::string_view FrameworkName(const Layout& l) {
+  switch (l.stack) {
+    case Stack::kNative: return FrameworkName(l.framework);
+    case Stack::kTorchtune: return "torchtune";
+    case Stack::kHf: return "hf";
+    case Stack::kUnsloth: return "unsloth";
+  }
+  return "?";
+}
+
 std::string_view RecomputeName(Recompute r) {
   return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
 }
@@ -221,12 +259,12 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     l.fixed |= info->bit;
     zero_set |= key == "zero";
   }
-  if (!zero_set) l.zero = DefaultZero(l.framework);
+  if (!zero_set) l.zero = DefaultZero(l);
   return l;
 }
 
 std::string FormatLayout(const Layout& l) {
-  std::string s = "framework=" + std::string(FrameworkName(l.framework));
+  std::string s = "framework=" + std::string(FrameworkName(l));
   s += ",dp=" + Num(l.dp) + ",tp=" + Num(l.tp) + ",pp=" + Num(l.pp) + ",vpp=" + Num(l.vpp) + ",cp=" + Num(l.cp) +
        ",ep=" + Num(l.ep) + ",etp=" + Num(l.etp) + ",sp=" + (l.sp ? "on" : "off") + ",zero=" + Num(l.zero) +
        ",shard_group=" + Num(l.shard_group) + ",ac=" + std::string(RecomputeName(l.ac)) +
@@ -261,7 +299,16 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   }
   if (l.world() != world)
     return Rule("dp x tp x pp x cp = " + Num(l.world()) + " must equal the GPUs used (" + Num(world) + ")");
+  // torchtitan's TP plan always shards the sequence between blocks; Megatron requires SP for
+  // MoE with TP, and Megatron-Bridge/NeMo recipes turn it on whenever tp > 1
+  // (planner/recipe.cc reports the assumption).
+  if (!(l.fixed & kKeySp) && l.tp > 1 &&
+      (l.framework == Framework::kTorchtitan || l.framework == Framework::kMegatron))
+    l.sp = true;
   if (l.tp == 1) l.sp = false;
+  // Unsloth's recommended setting: use_gradient_checkpointing="unsloth" (full recomputation,
+  // with the checkpoints offloaded to host memory, planner/recipe.cc).
+  if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc) && w.training()) l.ac = Recompute::kFull;
   if (!w.training()) {
     l.zero = 0;
     l.grad_accum = 1;
@@ -280,7 +327,7 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
       l.offload_params == Offload::kNone)
     l.zero = 0;
   if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(l));  // serving is framework-free
-  SP_RETURN_IF_ERROR(CheckModelFit(m, w, l, c));
+  SP_RETURN_IF_ERROR(CheckModelFit(m, w, l));
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
     if (l.fixed & kKeyGradAccum) {

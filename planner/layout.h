@@ -16,6 +16,10 @@
 namespace shardplan {
 
 enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
+// The library a user names with framework= when it trains on another's engine: torchtune and
+// HF Trainer (with PEFT/TRL) run FSDP2/FSDP or plain DDP, Unsloth is HF on one GPU with its
+// own kernels. Each brings recipe defaults (planner/recipe.h); the engine does the sharding.
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 
@@ -32,6 +36,7 @@ enum LayoutKey : uint32_t {
 
 struct Layout {
   Framework framework = Framework::kFsdp;
+  Stack stack = Stack::kNative;     // the library named, when not the engine itself
   int dp = 1;                       // data-parallel degree (replicas x shards)
   int tp = 1;                       // tensor parallel, inside a node
   int pp = 1;                       // pipeline stages
@@ -79,6 +84,8 @@ struct GroupSpan {
 GroupSpan SpanOf(const Layout& l, GroupKind g);
 
 std::string_view FrameworkName(Framework f);
+// What the user named: the stack (torchtune, hf, unsloth) or else the engine.
+std::string_view FrameworkName(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
 

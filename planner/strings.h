@@ -36,6 +36,13 @@ inline std::string Trim(std::string_view s) {
 }
 
 // "1,234,567" for tables.
+inline std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 inline std::string Thousands(long long v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out;
   for (size_t i = 0; i < digits.size(); ++i) {

@@ -47,7 +47,9 @@ TEST(Layout, ParseErrors) {
   EXPECT_NE(ParseLayout("tp=eight").status().message().find("--layout tp: expected an integer >= 1, got \"eight\""),
             std::string::npos);
   EXPECT_NE(ParseLayout("zero=4").status().message().find("0, 1, 2 or 3"), std::string::npos);
-  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron or torchtitan"), std::string::npos);
+  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf or unsloth"),
+            std::string::npos);
+  EXPECT_NE(ParseLayout("framework=torchtun").status().message().find("did you mean 'torchtune'?"), std::string::npos);
   EXPECT_NE(ParseLayout("tp").status().message().find("expected key=value"), std::string::npos);
 }
 
@@ -78,7 +80,6 @@ TEST_P(Rules, AreNamed) {
 INSTANTIATE_TEST_SUITE_P(
     FrameworkRules, Rules,
     ::testing::Values(
-        RuleCase{"llama-3.1-8b", "framework=megatron,tp=16", "must fit inside one node"},
         RuleCase{"qwen2.5-7b", "framework=megatron,tp=8,pp=2", "tp (8) must divide the attention heads (28)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,tp=2,pp=64", "must divide the GPUs"},
         RuleCase{"llama-3.1-8b", "framework=megatron,pp=8,vpp=8", "at least pp x vpp (64) layers"},
@@ -86,13 +87,60 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"mixtral-8x7b", "framework=megatron,ep=16", "ep (16) must divide the experts (8)"},
         RuleCase{"llama-3.1-8b", "framework=deepspeed,zero=2,offload_params=cpu", "offload_params needs zero=3"},
         RuleCase{"llama-3.1-8b", "framework=deepspeed,pp=2,zero=3", "pipeline engine supports ZeRO stage 0 or 1"},
-        RuleCase{"llama-3.1-8b", "framework=fsdp,tp=2", "data-parallel only"},
-        RuleCase{"llama-3.1-8b", "framework=megatron,zero=3", "zero must be 0 or 1"},
+        RuleCase{"llama-3.1-8b", "framework=fsdp,pp=2", "has no pipeline or expert parallelism"},
+        RuleCase{"llama-3.1-8b", "framework=torchtune,pp=2", "framework=torchtune has no pipeline"},
         RuleCase{"llama-3.1-8b", "framework=fsdp,offload_optimizer=nvme,offload_params=nvme", "NVMe offload is DeepSpeed"},
         RuleCase{"llama-3.1-8b", "framework=megatron,dp=4,tp=2", "must equal the GPUs used (16)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,mbs=3", "global batch (512) must be a multiple of mbs x dp (48)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,mbs=1,grad_accum=3", "global batch (512) must equal mbs x grad_accum x dp"},
         RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,stages=10/20", "adding up to the layers (32)"}));
+
+// Layouts real frameworks run that an earlier rule set refused: TP across nodes (one NVLink
+// domain on NVL72; legal anywhere), FSDP2 with TP (accelerate ParallelismConfig, HF tp_plan),
+// Megatron-FSDP (--use-megatron-fsdp) and DeepSpeed-Ulysses sequence parallelism.
+TEST(Layout, AcceptsWhatTheFrameworksAccept) {
+  Fixture f("llama-3.1-8b", "dgx-h100", 2);  // 16 GPUs
+  for (const char* text : {"framework=megatron,tp=16", "framework=fsdp,tp=2", "framework=megatron,zero=3",
+                           "framework=megatron,zero=2,tp=2", "framework=deepspeed,cp=2,zero=3"}) {
+    auto l = f.Resolve(text);
+    EXPECT_TRUE(l.ok()) << text << ": " << l.status().message();
+  }
+}
+
+// The framework names users give their stack map onto the engine that shards, and a layout
+// prints back the name the user gave.
+TEST(Layout, StacksMapOntoTheirEngine) {
+  struct Case {
+    const char* text;
+    Framework engine;
+    Stack stack;
+    int zero;
+  };
+  for (const Case& c : {Case{"framework=torchtune", Framework::kFsdp, Stack::kTorchtune, 3},
+                        Case{"framework=hf", Framework::kFsdp, Stack::kHf, 0},
+                        Case{"framework=unsloth", Framework::kFsdp, Stack::kUnsloth, 0},
+                        Case{"framework=NeMo", Framework::kMegatron, Stack::kNative, 1},
+                        Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kNative, 1}}) {
+    auto l = ParseLayout(c.text);
+    ASSERT_TRUE(l.ok()) << c.text;
+    EXPECT_EQ(l->framework, c.engine) << c.text;
+    EXPECT_EQ(l->stack, c.stack) << c.text;
+    EXPECT_EQ(l->zero, c.zero) << c.text;
+    auto back = ParseLayout(FormatLayout(*l));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->stack, c.stack) << FormatLayout(*l);
+  }
+}
+
+// torchtitan's TP always shards the sequence; Megatron recipes turn SP on with TP; a user's
+// sp=off still holds.
+TEST(Layout, SequenceParallelFollowsTheFramework) {
+  Fixture f("llama-3.1-8b", "dgx-h100", 1);
+  EXPECT_TRUE(f.Resolve("framework=torchtitan,tp=2")->sp);
+  EXPECT_TRUE(f.Resolve("framework=megatron,tp=2")->sp);
+  EXPECT_FALSE(f.Resolve("framework=megatron,tp=2,sp=off")->sp);
+  EXPECT_FALSE(f.Resolve("framework=fsdp,tp=2")->sp);
+}
 
 TEST(Layout, KvHeadsReplicatedWhenTpExceedsThem) {
   Fixture f("qwen2.5-7b", "dgx-h100", 1);  // 28 heads, 4 KV heads
