@@ -1,13 +1,14 @@
 #include "cli/report.h"
 
 #include "cli/table.h"
+#include "planner/recipe.h"
 #include "planner/strings.h"
 #include "planner/units.h"
 
 namespace shardplan::cli {
 
 nlohmann::json LayoutJson(const Layout& l) {
-  nlohmann::json j = {{"framework", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
+  nlohmann::json j = {{"framework", FrameworkName(l)}, {"engine", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
                       {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp}, {"sp", l.sp}, {"zero", l.zero},
                       {"shard_group", l.shard_group}, {"ac", RecomputeName(l.ac)}, {"ac_layers", l.ac_layers},
                       {"offload_optimizer", OffloadName(l.offload_optimizer)},
@@ -46,11 +47,19 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"global_batch", p.workload.global_batch}, {"precision", DtypeName(p.workload.precision)},
                    {"optimizer", OptimizerName(p.workload.optimizer)}};
   j["layout"] = LayoutJson(p.layout);
+  if (p.workload.training()) {
+    std::vector<std::string> assumed;
+    const TrainingRecipe r = ResolveRecipe(p.model, p.workload, p.layout, &assumed);
+    j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
+                   {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
+                   {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
+                   {"assumed", assumed}};
+  }
   j["memory"] = MemoryJson(p.memory);
   nlohmann::json time_terms = nlohmann::json::object();
   for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
   j["time"] = {{"step_seconds", p.time.step_seconds}, {"tokens_per_second_per_gpu", p.time.tokens_per_second_per_gpu},
-               {"mfu", p.time.mfu}, {"terms", time_terms}};
+               {"mfu", p.time.mfu}, {"terms", time_terms}, {"known", p.cluster.gpu.bf16_flops > 0 || p.cluster.gpu.fp16_flops > 0}};
   if (p.memory.inference)
     j["inference"] = {{"kv_bytes_per_token", p.memory.kv.kv_bytes_per_token},
                       {"kv_bytes_per_token_model", p.memory.kv.kv_bytes_per_token_model},
@@ -64,12 +73,18 @@ std::string EstimateText(const Plan& p) {
   const MemoryEstimate& e = p.memory;
   const StageMemory& s = e.fullest();
   std::string out = p.model.name + " on " + std::to_string(p.cluster.world_size()) + " x " + p.cluster.gpu.name +
-                    ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n\n";
+                    ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n";
+  if (p.workload.training()) {
+    std::vector<std::string> assumed;
+    ResolveRecipe(p.model, p.workload, p.layout, &assumed);
+    for (const std::string& a : assumed) out += "assumed: " + a + "\n";
+  }
+  out += "\n";
   Table t({"term (stage " + std::to_string(s.stage) + ", " + std::to_string(s.layers) + " layers)", "GiB", "live", "pool"});
   for (const MemoryTerm& term : s.terms) {
     std::string live = std::string(PhaseName(term.first)) +
                        (term.first == term.last ? "" : ".." + std::string(PhaseName(term.last)));
-    t.Row({term.name, Fixed(ToGiB(term.bytes), 2), live, term.pool == Pool::kTorch ? "torch" : "non-torch"});
+    t.Row({term.name, Fixed(ToGiB(term.bytes), 2), live, std::string(PoolName(term.pool))});
   }
   t.Rule();
   t.Row({"allocated peak (max_memory_allocated)", Fixed(ToGiB(s.allocated_peak), 2), std::string(PhaseName(s.peak_phase)), ""});
@@ -92,7 +107,10 @@ std::string EstimateText(const Plan& p) {
            " tokens = " + Thousands(e.kv.max_concurrent_sequences) + " sequences of " +
            std::to_string(p.workload.context_len()) + " tokens (vLLM budget at " +
            Fixed(p.workload.inference.gpu_memory_utilization, 2) + ")\n";
-  if (p.time.step_seconds > 0)
+  if (p.cluster.gpu.bf16_flops <= 0 && p.cluster.gpu.fp16_flops <= 0)
+    out += "step time unknown: the GPU '" + p.cluster.gpu.name +
+           "' states no compute peak (give bf16_tflops in the cluster's gpu mapping)\n";
+  else if (p.time.step_seconds > 0)
     out += "step " + Fixed(p.time.step_seconds, 3) + " s, " + Fixed(p.time.tokens_per_second_per_gpu, 0) +
            " tokens/s/GPU, MFU " + Fixed(100 * p.time.mfu, 1) + "%\n";
   out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": device peak " + FormatBytes(s.device_peak) + " of " +

@@ -25,9 +25,10 @@ struct Dims {
 };
 
 // Attention block, flash (no s^2 term): memory-model.md 2.4.
-double AttentionBytes(const ModelSpec& m, const Dims& d) {
+double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair) {
+  const ModelSpec& m = ctx.m;
   const double sb = d.s * d.b;
-  double replicated = 2 * sb * d.h + 2 * sb * d.h * d.sp_div / d.gathered_div;  // norm input, QKV input
+  double replicated = norm_pair * sb * d.h;  // norm input, QKV input
   double split;
   if (m.attention == AttentionKind::kMla) {
     const double a = static_cast<double>(m.heads);
@@ -42,26 +43,31 @@ double AttentionBytes(const ModelSpec& m, const Dims& d) {
 }
 
 // MLP intermediate bytes per token for an FFN of size f (before TP division).
-double MlpInner(const ModelSpec& m, const Layout& l, double f) {
-  if (m.mlp == MlpKind::kPlain) return 2 * f + 2 * f;  // activation input, fc2 input
+double MlpInner(const MemoryContext& ctx, double f) {
+  // torch.compile fuses the pointwise ops and recomputes the cheap ones in backward: a plain
+  // MLP saves the activation's input alone; SwiGLU saves what Megatron's fused kernel saves.
+  if (ctx.m.mlp == MlpKind::kPlain) return ctx.r.compile ? 2 * f : 2 * f + 2 * f;  // activation input, fc2 input
   // Fused SwiGLU saves gate||up (4f) and fc2's input (2f); unfused HF/torchtitan code keeps
   // act(gate), up and their product as well (about 8f).
-  return l.framework == Framework::kMegatron ? 6 * f : 8 * f;
+  return ctx.l.framework == Framework::kMegatron || ctx.r.compile ? 6 * f : 8 * f;
 }
+
+// Bytes of the "norm input, projection input" pair each block saves per token and hidden unit.
+double NormPair(const Dims& d) { return 2 + 2 * d.sp_div / d.gathered_div; }
 
 double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const ModelSpec& m = ctx.m;
   const double sb = d.s * d.b;
-  double replicated = 2 * sb * d.h + 2 * sb * d.h * d.sp_div / d.gathered_div;  // norm input, fc1 input
-  if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(m, ctx.l, static_cast<double>(m.intermediate)) / d.t;
+  double replicated = NormPair(d) * sb * d.h;  // norm input, fc1 input
+  if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(ctx, static_cast<double>(m.intermediate)) / d.t;
   // MoE per EP rank with balanced routing: router logits/probs in fp32, the permuted tokens
   // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
   const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
-  bytes += k * sb * (2 * d.h + MlpInner(m, ctx.l, fe) + 2 * d.h);  // fe is already split by ETP
+  bytes += k * sb * (2 * d.h + MlpInner(ctx, fe) + 2 * d.h);  // fe is already split by ETP
   if (m.shared_experts > 0)
-    bytes += sb * MlpInner(m, ctx.l, static_cast<double>(m.shared_experts * m.shared_intermediate)) / d.t;
+    bytes += sb * MlpInner(ctx, static_cast<double>(m.shared_experts * m.shared_intermediate)) / d.t;
   return bytes;
 }
 
@@ -97,10 +103,12 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const Dims d = DimsFor(ctx);
   const double input = 2 * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
-  double attn = AttentionBytes(ctx.m, d);
+  double attn = AttentionBytes(ctx, d, NormPair(d));
   double mlp = MlpBytes(ctx, layer, d);
-  // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4).
-  double norms = HfStyle(ctx.l) && ctx.m.norm == NormKind::kRms ? ctx.m.norms_per_layer * 4 * d.s * d.b * d.h / d.sp_div : 0;
+  // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
+  // compiled, the upcast is fused into the norm and recomputed.
+  double norms = HfStyle(ctx.l) && ctx.m.norm == NormKind::kRms && !ctx.r.compile
+                     ? ctx.m.norms_per_layer * 4 * d.s * d.b * d.h / d.sp_div : 0;
   double total = attn + mlp + norms;
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's
@@ -131,9 +139,21 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   }
   const double inflight = s.micro_batches_in_flight * s.inflight_scale;
   const double saved = per_mb * inflight;
-  out.push_back({"activations", static_cast<int64_t>(saved), s.layers * static_cast<int64_t>(std::ceil(inflight)),
-                 Phase::kForward, Phase::kBackward, Pool::kTorch,
-                 "per-layer saved tensors (memory-model.md 2.4) x layers x micro-batches in flight (1F1B)"});
+  if (ctx.r.activation_offload && s.layers > 1) {
+    // Offloading (torchtune OffloadActivations, Unsloth's offloaded checkpoints) streams each
+    // layer's saved tensors to pinned host memory as the next layer runs and brings them back
+    // one layer ahead in backward: about two layers' worth stay on the GPU.
+    const double on_gpu = std::min(saved, 2 * per_mb / s.layers * inflight);
+    out.push_back({"activations", static_cast<int64_t>(on_gpu), 2 * static_cast<int64_t>(std::ceil(inflight)),
+                   Phase::kForward, Phase::kBackward, Pool::kTorch,
+                   "activation offloading: the layer being saved and the one being copied, per micro-batch in flight"});
+    out.push_back({"activations_offloaded", static_cast<int64_t>(saved - on_gpu), 1, Phase::kForward, Phase::kBackward,
+                   Pool::kHost, "saved activations in pinned host memory (activation offloading)"});
+  } else {
+    out.push_back({"activations", static_cast<int64_t>(saved), s.layers * static_cast<int64_t>(std::ceil(inflight)),
+                   Phase::kForward, Phase::kBackward, Pool::kTorch,
+                   "per-layer saved tensors (memory-model.md 2.4) x layers x micro-batches in flight (1F1B)"});
+  }
   if (l.ac != Recompute::kNone)
     out.push_back({"recompute_layer", static_cast<int64_t>(largest_full), 1, Phase::kBackward, Phase::kBackward, Pool::kTorch,
                    "backward re-runs one layer's forward and holds its full activations"});
@@ -149,6 +169,28 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   // parallel) split V by TP. HF upcasts logits to fp32 before cross-entropy.
   const double tokens = d.s * d.b;
   const double vocab = static_cast<double>(m.vocab) / ((l.framework == Framework::kMegatron || l.framework == Framework::kTorchtitan) ? l.tp : 1);
+  if (ctx.r.loss == LossKind::kFused) {
+    // Fused linear cross-entropy (Liger, Unsloth, Cut CE) runs the head and the loss over
+    // token chunks of about b*s*h/V tokens (Liger's chunk_size), computing the hidden-state
+    // grad in forward: a chunk's bf16 + fp32 logits, and an fp32 grad of the last hidden state.
+    const double chunk = tokens * static_cast<double>(m.hidden) / std::max(vocab, 1.0);
+    out.push_back({"logits_and_loss", static_cast<int64_t>(chunk * vocab * 10 + tokens * static_cast<double>(m.hidden) * 4), 3,
+                   Phase::kLoss, Phase::kBackward, Pool::kTorch,
+                   "fused linear cross-entropy: one chunk of logits + the fp32 grad of the hidden states"});
+    return;
+  }
+  if (ctx.r.loss == LossKind::kChunked) {
+    // torchtune CEWithChunkedOutputLoss: the head runs per chunk and all bf16 chunks exist
+    // at once (2 B); each chunk is upcast alone, and cross-entropy saves its fp32
+    // log-softmax (4 B) -- or, compiled, the bf16 input it recomputes that from (2 B).
+    const double saved = ctx.r.compile ? 2 : 4;
+    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * (2 + saved + 4.0 / kLossChunks)), 3,
+                   Phase::kLoss, Phase::kLoss, Pool::kTorch,
+                   "chunked loss: bf16 logits + saved log-softmax + one chunk's fp32 upcast"});
+    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * (saved + 10.0 / kLossChunks)), 3, Phase::kBackward,
+                   Phase::kBackward, Pool::kTorch, "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"});
+    return;
+  }
   const double loss_bytes = l.framework == Framework::kMegatron ? 6 : 10;  // Megatron: bf16 + fp32 in the fused CE
   out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * loss_bytes), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
                  "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)"});

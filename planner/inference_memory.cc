@@ -63,7 +63,7 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   whole.layers = static_cast<int>(ctx.m.layers);
   Layout single = ctx.l;
   single.tp = 1;
-  MemoryContext one{ctx.m, ctx.w, single, ctx.c};
+  MemoryContext one{ctx.m, ctx.w, single, ctx.c, ctx.r};
   kv.kv_bytes_per_token_model = KvBytesPerToken(one, whole);
   // vLLM: available = capacity x utilization - (weights + activation peak + non-torch).
   int64_t non_kv = 0;

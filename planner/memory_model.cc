@@ -48,6 +48,9 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   const double states = (4 + 4 + OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden)) * local;  // fp32 master, grads, optimizer
   double host = 0, nvme = 0;
   if (ctx.w.training()) {
+    // Paged optimizer states and offloaded activations are backed by host memory per rank.
+    for (const MemoryTerm& t : e.stages[static_cast<size_t>(e.fullest_stage_index)].terms)
+      if (t.pool == Pool::kPaged || t.pool == Pool::kHost) host += static_cast<double>(t.bytes) * ranks;
     if (l.offload_optimizer == Offload::kCpu) host += states * ranks;  // pinned, per rank (memory-model.md 7, host side)
     if (l.offload_optimizer == Offload::kNvme) {
       nvme += states * ranks;
@@ -73,6 +76,10 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
 }
 
 }  // namespace
+
+std::string_view PoolName(Pool p) {
+  return p == Pool::kTorch ? "torch" : p == Pool::kNonTorch ? "non-torch" : p == Pool::kPaged ? "paged" : "host";
+}
 
 std::string_view PhaseName(Phase p) {
   switch (p) {
@@ -111,6 +118,7 @@ PhaseUsage UsageAt(const StageMemory& s, Phase p, double frag) {
   int64_t rounded = 0, non_torch = 0;
   for (const MemoryTerm& t : s.terms) {
     if (p < t.first || p > t.last) continue;
+    if (t.pool == Pool::kPaged || t.pool == Pool::kHost) continue;
     if (t.pool == Pool::kNonTorch) {
       non_torch += t.bytes;
       continue;
@@ -164,7 +172,7 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
 
 MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                               const MemoryOptions& opt) {
-  MemoryContext ctx{m, w, l, c};
+  MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
   MemoryEstimate e;
   e.inference = !w.training();
   e.capacity_bytes = c.gpu.memory_bytes;

@@ -24,7 +24,11 @@ std::string_view PhaseName(Phase p);
 enum class Pool {
   kTorch,    // through the PyTorch caching allocator (counts in max_memory_allocated)
   kNonTorch, // outside it: CUDA context, NCCL buffers (nvidia-smi sees them, torch does not)
+  kPaged,    // CUDA unified memory (bitsandbytes paged optimizers): outside torch's allocator,
+             // evicted to host memory under pressure, so it never decides a fit
+  kHost,     // offloaded to pinned host memory (activation offloading): listed, never on the GPU
 };
+std::string_view PoolName(Pool p);
 
 struct MemoryTerm {
   std::string name;        // stable key used in JSON and by the validator ("parameters", ...)

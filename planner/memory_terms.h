@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "planner/memory_model.h"
+#include "planner/recipe.h"
 
 namespace shardplan {
 
@@ -30,6 +31,7 @@ struct MemoryContext {
   const Workload& w;
   const Layout& l;
   const ClusterSpec& c;
+  TrainingRecipe r{};  // ResolveRecipe(m, w, l); the default is mixed precision, no extras
 };
 
 StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int>& stage_layers);
@@ -54,6 +56,9 @@ int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s);
 
 // Bytes per element of optimizer state for the optimizer (fp32 states unless 8-bit).
 double OptimizerStateBytes(Optimizer o, int64_t hidden);
+// The same under the run's recipe: pure low-precision training keeps 32-bit optimizers'
+// states in the parameters' dtype (torch.optim creates them like the parameter).
+double OptimizerStateBytes(const MemoryContext& ctx);
 // Framework's fragmentation of reserved over allocated (memory-model.md 4.4: 5-15%).
 double DefaultFragmentation(const Layout& l, const Workload& w);
 

@@ -15,9 +15,9 @@ namespace {
 int64_t B(double bytes) { return static_cast<int64_t>(std::llround(bytes)); }
 
 void Add(std::vector<MemoryTerm>& out, const char* name, double bytes, Phase first, Phase last, const char* source,
-         int64_t tensors = 1) {
+         int64_t tensors = 1, Pool pool = Pool::kTorch) {
   if (bytes <= 0) return;
-  out.push_back({name, B(bytes), std::max<int64_t>(1, tensors), first, last, Pool::kTorch, source});
+  out.push_back({name, B(bytes), std::max<int64_t>(1, tensors), first, last, pool, source});
 }
 
 struct States {
@@ -31,23 +31,60 @@ struct States {
 
 // Working-weight bytes per element (what the forward reads).
 double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
-bool MixedPrecision(const Workload& w) { return w.precision != Dtype::kFp32; }
+// An fp32 master copy beside the working weights (mixed precision).
+bool MixedPrecision(const MemoryContext& ctx) { return ctx.w.precision != Dtype::kFp32 && ctx.r.master_weights; }
+// Bytes of a trained parameter or its gradient as the optimizer sees it: fp32 under mixed
+// precision, the working dtype when training is pure low precision.
+double TrainedBytes(const MemoryContext& ctx) { return ctx.r.pure_low_precision ? WeightBytes(ctx.w) : 4; }
 
 void AddOptimizer(const MemoryContext& ctx, double elements, bool offloaded, std::vector<MemoryTerm>& out,
                   bool torch_foreach) {
   if (offloaded) return;
-  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden);
-  Add(out, "optimizer_states", state * elements, Phase::kSetup, Phase::kStep,
-      "Adam m and v in fp32, 8 B/param (memory-model.md 1.2); 8-bit AdamW 2 B; SGD momentum 4 B");
-  if (torch_foreach && (ctx.w.optimizer == Optimizer::kAdamW || ctx.w.optimizer == Optimizer::kAdam))
-    Add(out, "optimizer_step_temp", 4 * elements, Phase::kStep, Phase::kStep,
-        "torch foreach AdamW: _foreach_sqrt(exp_avg_sq) allocates 4 B x local params (memory-model.md 4.6)");
+  const double state = OptimizerStateBytes(ctx);
+  if (ctx.r.paged_optimizer)
+    Add(out, "optimizer_states", state * elements, Phase::kSetup, Phase::kStep,
+        "bitsandbytes paged optimizer: states in CUDA unified memory, evicted to host under pressure", 1, Pool::kPaged);
+  else
+    Add(out, "optimizer_states", state * elements, Phase::kSetup, Phase::kStep,
+        "Adam m and v in fp32, 8 B/param (memory-model.md 1.2); 8-bit AdamW 2 B; SGD momentum 4 B; pure bf16 halves 32-bit states");
+  // bitsandbytes steps in one fused kernel per tensor; torch's foreach AdamW materialises
+  // sqrt(exp_avg_sq) for all local params at once, or per parameter when stepped in backward.
+  // torchtune's configs set AdamW(fused=True) and HF Trainer defaults to adamw_torch_fused:
+  // one kernel per parameter group, no whole-size temporary.
+  const bool fused = ctx.r.paged_optimizer || ctx.w.optimizer == Optimizer::kAdamW8bit || ctx.l.stack != Stack::kNative;
+  if (torch_foreach && !fused && (ctx.w.optimizer == Optimizer::kAdamW || ctx.w.optimizer == Optimizer::kAdam)) {
+    if (ctx.r.optimizer_in_backward)
+      Add(out, "optimizer_step_temp", TrainedBytes(ctx) * static_cast<double>(LargestParam(ctx.m)) / ctx.l.tp,
+          Phase::kBackward, Phase::kBackward, "optimizer in backward: one parameter's AdamW temporaries at a time");
+    else
+      Add(out, "optimizer_step_temp", TrainedBytes(ctx) * elements, Phase::kStep, Phase::kStep,
+          "torch foreach AdamW: _foreach_sqrt(exp_avg_sq) allocates 4 B x local params (memory-model.md 4.6)");
+  }
+}
+
+// The gradients a rank holds for `elements` local trained params: all of them until the
+// step, or, with the optimizer stepped in each gradient hook (torchtune optimizer_in_bwd),
+// only the largest parameter's gradient at a time.
+void AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elements, double shard, const char* source,
+                  std::vector<MemoryTerm>& out) {
+  if (ctx.r.optimizer_in_backward) {
+    const double one = static_cast<double>(LargestParam(ctx.m)) / ctx.l.tp / std::max(1.0, shard);
+    Add(out, "gradients", bytes_per_elem * std::min(one, elements), Phase::kBackward, Phase::kBackward,
+        "optimizer in backward: a parameter's gradient is freed by its hook right after its step");
+    return;
+  }
+  // Gradients are created layer by layer as backward frees the activations, so with one
+  // micro-batch per step the full set first coexists with the optimizer step, not with the
+  // start of backward (where the saved activations and the loss's grads peak). Accumulating
+  // over micro-batches keeps the earlier ones' gradients through every later backward.
+  const bool grows = ctx.l.grad_accum <= 1 && ctx.l.pp == 1;
+  Add(out, "gradients", bytes_per_elem * elements, grows ? Phase::kStep : Phase::kBackward, Phase::kStep, source);
 }
 
 void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
   const double wb = WeightBytes(ctx.w);
-  const bool mixed = MixedPrecision(ctx.w);
+  const bool mixed = MixedPrecision(ctx);
   const double sharded = st.Shard(true), full = st.params;
   const bool opt_off = l.offload_optimizer != Offload::kNone;
   const bool param_off = l.offload_params != Offload::kNone;
@@ -61,7 +98,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     // With bf16 at ZeRO 0/1 (and under the pipeline engine) DeepSpeed runs BF16_Optimizer,
     // which accumulates gradients in full fp32 buffers (bf16_optimizer.py
     // fp32_groups_gradients; BLOOM's chronicles: +4 B/param, not sharded).
-    if (ctx.w.precision == Dtype::kBf16 && l.zero <= 1)
+    if (ctx.w.precision == Dtype::kBf16 && l.zero <= 1 && mixed)
       Add(out, "fp32_grad_accumulation", 4 * full, Phase::kSetup, Phase::kStep,
           "BF16_Optimizer fp32 gradient accumulation buffer, 4 B/param, unsharded");
     // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements (x2 with overlap_comm).
@@ -104,17 +141,19 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const bool offload = l.offload_params != Offload::kNone;
   const bool shard = l.zero >= 2;
   const double local = st.Shard(shard);
+  const double pb = TrainedBytes(ctx);
   if (!offload) {
-    // FSDP2: sharded params are fp32 DTensors and are the master copy (_fully_shard docs).
-    Add(out, "parameters", 4 * local, Phase::kSetup, Phase::kStep,
-        shard ? "FSDP2 fp32 sharded params, 4P/N (memory-model.md 3.1)" : "replicated fp32 params (NO_SHARD / DDP)");
-    Add(out, "gradients", 4 * st.Shard(l.zero == 3 || l.zero == 2), Phase::kBackward, Phase::kStep,
-        "fp32 sharded grads, 4P/N, alive from backward to zero_grad");
+    // FSDP2: sharded params are fp32 DTensors and are the master copy (_fully_shard docs);
+    // pure bf16 recipes (torchtune, HF on a bf16 checkpoint) keep them in bf16.
+    Add(out, "parameters", pb * local, Phase::kSetup, Phase::kStep,
+        shard ? "FSDP2 sharded params, 4P/N in fp32 (memory-model.md 3.1), 2P/N pure bf16" : "replicated params (NO_SHARD / DDP / one GPU)");
+    AddGradients(ctx, pb, st.Shard(l.zero == 3 || l.zero == 2), shard ? DenseShardDegree(l) : 1,
+                 "sharded grads in the params' dtype, alive from backward to zero_grad", out);
     AddOptimizer(ctx, local, false, out, true);
   }
   const double unit = wb * static_cast<double>(s.layer_params);
   if (l.zero == 0) {
-    if (MixedPrecision(ctx.w))
+    if (MixedPrecision(ctx))
       Add(out, "autocast_weight_cache", wb * st.params, Phase::kForward, Phase::kBackward,
           "autocast caches a bf16 copy of every fp32 weight inside the forward region");
     Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
@@ -148,10 +187,13 @@ void MegatronStates(const MemoryContext& ctx, const StageShape& s, const States&
   const double wb = WeightBytes(ctx.w);
   const bool dist = l.zero >= 1;
   Add(out, "parameters", wb * st.params, Phase::kSetup, Phase::kStep, "bf16 params, full (theoretical_memory_usage.py)");
-  Add(out, "gradients", 4 * st.params, Phase::kSetup, Phase::kStep, "fp32 main-grad buffer, 4 B/param, full (dist_optimizer.md)");
+  // bf16 turns on accumulate_allreduce_grads_in_fp32 (megatron/training/arguments.py); a
+  // precision-aware optimizer with bf16 main grads halves it.
+  Add(out, "gradients", TrainedBytes(ctx) * st.params, Phase::kSetup, Phase::kStep,
+      "main-grad buffer, 4 B/param in fp32, full (dist_optimizer.md)");
   const double opt_elems = st.Shard(dist);
   const bool off = l.offload_optimizer != Offload::kNone;
-  if (MixedPrecision(ctx.w) && !off)
+  if (MixedPrecision(ctx) && !off)
     Add(out, "master_weights", 4 * opt_elems, Phase::kSetup, Phase::kStep,
         dist ? "fp32 main params sharded by the distributed optimizer, 4P/d" : "fp32 main params, 4P");
   AddOptimizer(ctx, opt_elems, off, out, false);
@@ -176,8 +218,10 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "gathered_units_forward", 3.0 * 2 * static_cast<double>(s.layer_params), Phase::kForward, Phase::kBackward,
         "FSDP unit all-gather and prefetch of the frozen base");
   const double a = static_cast<double>(s.adapter_params);
-  Add(out, "adapter_params", 4 * a, Phase::kSetup, Phase::kStep, "LoRA A/B in fp32 (peft autocast_adapter_dtype)");
-  Add(out, "adapter_gradients", 4 * a, Phase::kBackward, Phase::kStep, "fp32 adapter grads");
+  const double ab = ctx.r.adapter_bytes;
+  Add(out, "adapter_params", ab * a, Phase::kSetup, Phase::kStep,
+      "LoRA A/B in fp32 (peft autocast_adapter_dtype); torchtune keeps them in its bf16 dtype");
+  Add(out, "adapter_gradients", ab * a, Phase::kBackward, Phase::kStep, "adapter grads in the adapters' dtype");
   AddOptimizer(ctx, a, false, out, l.framework != Framework::kDeepSpeed);
 }
 
@@ -195,6 +239,15 @@ double OptimizerStateBytes(Optimizer o, int64_t hidden) {
       return 2.0 * 4 / static_cast<double>(std::max<int64_t>(hidden, 1));
   }
   return 8;
+}
+
+double OptimizerStateBytes(const MemoryContext& ctx) {
+  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden);
+  const bool quantized = ctx.w.optimizer == Optimizer::kAdamW8bit;
+  // Pure low precision: states are created like the parameters (torch.optim zeros_like), so
+  // 32-bit optimizers keep them in bf16; LoRA adapters follow the adapters' dtype.
+  const bool low = ctx.w.lora_like() ? ctx.r.adapter_bytes < 4 : ctx.r.pure_low_precision;
+  return low && !quantized ? state / 2 : state;
 }
 
 int DenseShardDegree(const Layout& l) {
@@ -216,7 +269,8 @@ void AddModelStates(const MemoryContext& ctx, const StageShape& s, std::vector<M
     case Framework::kDeepSpeed: return DeepSpeedStates(ctx, s, st, out);
     case Framework::kFsdp:
     case Framework::kTorchtitan: return FsdpStates(ctx, s, st, out);
-    case Framework::kMegatron: return MegatronStates(ctx, s, st, out);
+    // zero=2/3 under Megatron is Megatron-FSDP (--use-megatron-fsdp): FSDP2-style sharding.
+    case Framework::kMegatron: return ctx.l.zero >= 2 ? FsdpStates(ctx, s, st, out) : MegatronStates(ctx, s, st, out);
   }
 }
 

@@ -1,6 +1,7 @@
 #include "planner/workload.h"
 
 #include <array>
+#include <string>
 #include <utility>
 
 namespace shardplan {
@@ -37,6 +38,46 @@ bool Parse(const std::array<std::pair<E, std::string_view>, N>& table, std::stri
 std::string_view TaskName(Task t) { return NameOf(kTasks, t); }
 std::string_view OptimizerName(Optimizer o) { return NameOf(kOptimizers, o); }
 bool ParseTask(std::string_view s, Task* out) { return Parse(kTasks, s, out); }
-bool ParseOptimizer(std::string_view s, Optimizer* out) { return Parse(kOptimizers, s, out); }
+
+bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged) {
+  std::string n;
+  for (char c : s) {
+    if (c == '_' || c == ' ') c = '-';
+    n += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  bool is_paged = false;
+  if (n.rfind("paged-", 0) == 0) n = n.substr(6), is_paged = true;
+  else if (n.rfind("paged", 0) == 0) n = n.substr(5), is_paged = true;  // PagedAdamW8bit
+  // HF Trainer's `optim` values and bitsandbytes class names for the same optimizers.
+  static const std::array<std::pair<std::string_view, Optimizer>, 16> kAliases = {{
+      {"adamw-torch", Optimizer::kAdamW}, {"adamw-torch-fused", Optimizer::kAdamW}, {"adamw-hf", Optimizer::kAdamW},
+      {"adamw-apex-fused", Optimizer::kAdamW}, {"fusedadam", Optimizer::kAdamW}, {"adamw-32bit", Optimizer::kAdamW},
+      {"adamw-bnb-8bit", Optimizer::kAdamW8bit}, {"adamw8bit", Optimizer::kAdamW8bit},
+      {"bnb-adamw8bit", Optimizer::kAdamW8bit}, {"adam8bit", Optimizer::kAdamW8bit},
+      {"adam-8bit", Optimizer::kAdamW8bit}, {"adamw-8bit", Optimizer::kAdamW8bit},
+      {"sgd-nesterov", Optimizer::kSgdMomentum}, {"lion-32bit", Optimizer::kLion},
+      {"adafactor-hf", Optimizer::kAdafactor}, {"adamw-anyprecision", Optimizer::kAdamW}}};
+  bool found = Parse(kOptimizers, n, out);
+  for (const auto& [alias, o] : kAliases)
+    if (!found && alias == n) *out = o, found = true;
+  if (found && paged) *paged = is_paged;
+  return found && (!is_paged || *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit);
+}
+
+std::string_view MasterWeightsName(MasterWeights m) {
+  return m == MasterWeights::kAuto ? "auto" : m == MasterWeights::kFp32 ? "fp32" : "none";
+}
+
+std::string_view LossName(LossKind k) {
+  switch (k) {
+    case LossKind::kAuto: return "auto";
+    case LossKind::kStandard: return "standard";
+    case LossKind::kChunked: return "chunked";
+    case LossKind::kFused: return "fused";
+  }
+  return "?";
+}
+
+std::string_view SettingName(Setting s) { return s == Setting::kAuto ? "auto" : s == Setting::kOn ? "true" : "false"; }
 
 }  // namespace shardplan

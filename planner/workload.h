@@ -13,6 +13,23 @@ namespace shardplan {
 enum class Task { kPretrain, kFinetune, kLora, kQlora, kInference };
 enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion };
 
+// A recipe setting the user may leave to the framework: kAuto takes what the layout's
+// framework does by default (planner/recipe.h resolves it and says which it assumed).
+enum class Setting { kAuto, kOff, kOn };
+// Whether trained parameters keep an fp32 master copy beside the low-precision working copy.
+enum class MasterWeights {
+  kAuto,
+  kFp32,  // mixed precision: fp32 master weights and optimizer states (AMP, DeepSpeed, Megatron)
+  kNone,  // pure low precision: weights, gradients and optimizer states all in `precision`
+};
+// How the loss is computed over the vocabulary.
+enum class LossKind {
+  kAuto,
+  kStandard,  // full logits, upcast to fp32, cross-entropy (HF, accelerate)
+  kChunked,   // logits in chunks, each upcast alone (torchtune CEWithChunkedOutputLoss)
+  kFused,     // fused linear + cross-entropy, logits never whole (Liger, Unsloth, Cut CE)
+};
+
 struct LoraSpec {
   int64_t rank = 16;                         // r
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj",
@@ -35,6 +52,12 @@ struct Workload {
   int64_t global_batch = 256;                // sequences per optimizer step
   Dtype precision = Dtype::kBf16;            // compute / working-weight dtype
   Optimizer optimizer = Optimizer::kAdamW;
+  bool paged_optimizer = false;              // bitsandbytes paged states (unified memory, evicted to host)
+  MasterWeights master_weights = MasterWeights::kAuto;
+  Setting optimizer_in_backward = Setting::kAuto;  // step each parameter in its grad hook, no grad buffer
+  Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
+  LossKind loss = LossKind::kAuto;
+  Setting compile = Setting::kAuto;                // torch.compile of the blocks
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 
@@ -48,6 +71,12 @@ struct Workload {
 std::string_view TaskName(Task t);
 std::string_view OptimizerName(Optimizer o);
 bool ParseTask(std::string_view s, Task* out);
-bool ParseOptimizer(std::string_view s, Optimizer* out);
+// Accepts shardplan's names and the usual spellings of HF Trainer's `optim` and bitsandbytes
+// (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, PagedAdamW8bit, ...); `paged` (may be
+// null) says whether the name is a paged variant.
+bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged = nullptr);
+std::string_view MasterWeightsName(MasterWeights m);
+std::string_view LossName(LossKind k);
+std::string_view SettingName(Setting s);
 
 }  // namespace shardplan

@@ -34,14 +34,17 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   SP_ASSIGN_OR_RETURN(std::optional<double> fp16, doc.Number(node, "fp16_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp8, doc.Number(node, "fp8_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp32, doc.Number(node, "fp32_tflops", 0, 1e6));
-  if (!bf16 && !fp16) return doc.ErrorAt(node, "gpu: needs bf16_tflops or fp16_tflops (dense TFLOP/s)");
+  // A catalog entry must state its peak; a user's own GPU may give its memory alone, which
+  // answers the memory question and leaves the time unknown (no peak, no step time).
+  if (!bf16 && !fp16 && !inline_spec) return doc.ErrorAt(node, "gpu: needs bf16_tflops or fp16_tflops (dense TFLOP/s)");
   g.bf16_flops = bf16.value_or(0) * 1e12;
   g.fp16_flops = fp16.value_or(bf16.value_or(0)) * 1e12;
   g.fp8_flops = fp8.value_or(0) * 1e12;
   g.fp32_flops = fp32.value_or(g.fp16_flops / 1e12 / 8) * 1e12;  // rough when not given
+  const bool compute_known = bf16 || fp16;
   SP_ASSIGN_OR_RETURN(std::optional<double> mbw, doc.Bandwidth(node, "memory_bandwidth"));
   SP_ASSIGN_OR_RETURN(std::optional<double> nvl, doc.Bandwidth(node, "nvlink_bandwidth"));
-  g.memory_bandwidth = mbw.value_or(1e12);
+  g.memory_bandwidth = mbw.value_or(compute_known ? 1e12 : 0);
   g.nvlink_bandwidth = nvl.value_or(0);
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> cc, doc.Int(node, "compute_capability", 10, 200));
   g.compute_capability = static_cast<int>(cc.value_or(80));

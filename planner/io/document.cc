@@ -57,10 +57,14 @@ std::string Hex(unsigned char c) {
   return buf;
 }
 
-bool LooksLikeJson(std::string_view name, std::string_view text) {
-  if (name.size() >= 5 && name.substr(name.size() - 5) == ".json") return true;
+bool NamedJson(std::string_view name) { return name.size() >= 5 && name.substr(name.size() - 5) == ".json"; }
+
+// Whether `text` is a JSON object. A .json file must be one; otherwise text that opens with
+// '{' may still be YAML in flow style (`{task: lora, seq_len: 4096}`), which is YAML whatever
+// its first character, so only strict JSON is treated as JSON.
+bool StrictJsonObject(const std::string& text) {
   size_t i = text.find_first_not_of(" \t\r\n");
-  return i != std::string_view::npos && text[i] == '{';
+  return i != std::string::npos && text[i] == '{' && nlohmann::json::accept(text);
 }
 
 }  // namespace
@@ -75,7 +79,7 @@ StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
                             Hex(static_cast<unsigned char>(text[bad])) + ")");
   }
   std::string body(text);
-  if (LooksLikeJson(name, text)) {
+  if (NamedJson(name) || StrictJsonObject(body)) {
     try {
       [[maybe_unused]] const auto checked = nlohmann::json::parse(body);  // throws with the byte offset
     } catch (const nlohmann::json::parse_error& e) {

@@ -1,5 +1,7 @@
 #include "planner/io/workload_reader.h"
 
+#include "planner/strings.h"
+
 namespace shardplan {
 namespace {
 
@@ -46,6 +48,49 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
   return ReadDtypeKey(doc, node, "kv_cache", &inf.kv_cache);
 }
 
+// A yes/no recipe key; absent leaves it to the framework (Setting::kAuto).
+Status ReadSetting(const Document& doc, const YAML::Node& map, const char* key, Setting* out) {
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> s, doc.String(map, key));
+  if (!s) return Status::Ok();
+  const std::string v = Lower(*s);
+  if (v == "true" || v == "yes" || v == "on") *out = Setting::kOn;
+  else if (v == "false" || v == "no" || v == "off") *out = Setting::kOff;
+  else if (v != "auto") return doc.ErrorAt(map[key], std::string(key) + ": expected true, false or auto, got \"" + *s + "\"");
+  return Status::Ok();
+}
+
+// The training recipe keys (DESIGN.md: "the workload names the training recipe as users run it").
+Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> master, doc.String(root, "master_weights"));
+  if (master) {
+    const std::string v = Lower(*master);
+    if (v == "fp32") w.master_weights = MasterWeights::kFp32;
+    else if (v == "none" || v == "false" || v == "no") w.master_weights = MasterWeights::kNone;
+    else if (v != "auto")
+      return doc.ErrorAt(root["master_weights"], "master_weights: expected fp32 (mixed precision), none (pure " +
+                                                     std::string(DtypeName(w.precision)) + ") or auto, got \"" + *master + "\"");
+  }
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> loss, doc.String(root, "loss"));
+  if (loss) {
+    const std::string v = Lower(*loss);
+    if (v == "standard") w.loss = LossKind::kStandard;
+    else if (v == "chunked") w.loss = LossKind::kChunked;
+    else if (v == "fused") w.loss = LossKind::kFused;
+    else if (v != "auto")
+      return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused or auto, got \"" + *loss + "\"");
+  }
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
+  if (paged) {
+    Setting p = Setting::kAuto;
+    SP_RETURN_IF_ERROR(ReadSetting(doc, root, "paged_optimizer", &p));
+    w.paged_optimizer = w.paged_optimizer || p == Setting::kOn;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
@@ -58,7 +103,8 @@ StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& root) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
-                                          "lora", "inference", "description"}));
+                                          "lora", "inference", "description", "master_weights", "optimizer_in_backward",
+                                          "paged_optimizer", "activation_offload", "loss", "compile"}));
   Workload w;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
@@ -71,8 +117,10 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (gb) w.global_batch = *gb;
   SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
-  if (opt && !ParseOptimizer(*opt, &w.optimizer))
-    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, sgd, sgd-momentum, adafactor or lion, got \"" + *opt + "\"");
+  if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer))
+    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, paged-adamw-8bit, paged-adamw, sgd, "
+                                          "sgd-momentum, adafactor or lion (HF Trainer's optim names work too), got \"" + *opt + "\"");
+  SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
@@ -98,7 +146,12 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   out += p + "seq_len: " + std::to_string(w.seq_len) + "\n";
   out += p + "global_batch: " + std::to_string(w.global_batch) + "\n";
   out += p + "precision: " + std::string(DtypeName(w.precision)) + "\n";
-  out += p + "optimizer: " + std::string(OptimizerName(w.optimizer)) + "\n";
+  out += p + "optimizer: " + std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer)) + "\n";
+  if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
+  if (w.optimizer_in_backward != Setting::kAuto) out += p + "optimizer_in_backward: " + std::string(SettingName(w.optimizer_in_backward)) + "\n";
+  if (w.activation_offload != Setting::kAuto) out += p + "activation_offload: " + std::string(SettingName(w.activation_offload)) + "\n";
+  if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
+  if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]}\n";
   char util[32];
   std::snprintf(util, sizeof util, "%.4g", w.inference.gpu_memory_utilization);

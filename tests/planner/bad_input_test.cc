@@ -4,6 +4,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
@@ -146,6 +148,89 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   doc = Document::Parse("w.yaml", "task: pretrian\n");
   w = ParseWorkload(*doc);
   EXPECT_NE(w.status().message().find("w.yaml:1:7: task: expected pretrain"), std::string::npos) << w.status().message();
+}
+
+// A user's own GPU may be given by its memory alone: the memory question has an answer, the
+// time is unknown (no peak), and nothing is invented for it.
+TEST(ClusterRejects, GpuGivenByMemoryAlone) {
+  auto doc = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: {name: \"24 GB card\", memory: 24 GiB}\n");
+  ASSERT_TRUE(doc.ok());
+  auto c = ParseCluster(*doc);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->gpu.memory_bytes, 24LL << 30);
+  EXPECT_EQ(c->gpu.bf16_flops, 0);
+  EXPECT_EQ(c->gpu.memory_bandwidth, 0);
+}
+
+// YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
+TEST(Documents, FlowStyleYamlIsYaml) {
+  auto doc = Document::Parse("w.yaml", "{task: lora, seq_len: 4096}\n");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kLora);
+  EXPECT_EQ(w->seq_len, 4096);
+  auto json = Document::Parse("w.json", "{task: lora}\n");
+  ASSERT_FALSE(json.ok());
+  EXPECT_NE(json.status().message().find("w.json:1:3: invalid JSON"), std::string::npos) << json.status().message();
+  auto strict = Document::Parse("w.yaml", "{\"task\": \"lora\",\t\"seq_len\": 2048}");
+  ASSERT_TRUE(strict.ok()) << strict.status().message();
+  EXPECT_EQ(ParseWorkload(*strict)->seq_len, 2048);
+}
+
+// The recipe keys users state, with located errors, and what they read as.
+TEST(Workload, RecipeKeys) {
+  auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"
+                                       "optimizer_in_backward: true\nactivation_offload: yes\nloss: chunked\ncompile: true\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW8bit);
+  EXPECT_TRUE(w->paged_optimizer);
+  EXPECT_EQ(w->master_weights, MasterWeights::kNone);
+  EXPECT_EQ(w->optimizer_in_backward, Setting::kOn);
+  EXPECT_EQ(w->activation_offload, Setting::kOn);
+  EXPECT_EQ(w->loss, LossKind::kChunked);
+  EXPECT_EQ(w->compile, Setting::kOn);
+  // The writer's text reads back to the same recipe (plan files carry it).
+  auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto back = ParseWorkload(*again);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->paged_optimizer);
+  EXPECT_EQ(back->master_weights, MasterWeights::kNone);
+  EXPECT_EQ(back->loss, LossKind::kChunked);
+  EXPECT_EQ(back->compile, Setting::kOn);
+
+  for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"master_weights: fp16\n", "w.yaml:1:17: master_weights: expected fp32 (mixed precision), none"},
+           {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused or auto"},
+           {"compile: maybe\n", "w.yaml:1:10: compile: expected true, false or auto"},
+           {"optimizer: paged-sgd\n", "w.yaml:1:12: optimizer: expected adamw"}}) {
+    auto bad = Document::Parse("w.yaml", text);
+    ASSERT_TRUE(bad.ok());
+    auto r = ParseWorkload(*bad);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+  }
+}
+
+// HF Trainer's `optim` names and bitsandbytes' class names mean our optimizers.
+TEST(Workload, OptimizerSpellings) {
+  struct Case {
+    const char* name;
+    Optimizer o;
+    bool paged;
+  };
+  for (const Case& c : {Case{"adamw_torch_fused", Optimizer::kAdamW, false}, Case{"adamw_bnb_8bit", Optimizer::kAdamW8bit, false},
+                        Case{"PagedAdamW8bit", Optimizer::kAdamW8bit, true}, Case{"paged_adamw_32bit", Optimizer::kAdamW, true},
+                        Case{"AdamW", Optimizer::kAdamW, false}, Case{"sgd", Optimizer::kSgd, false}}) {
+    Optimizer o = Optimizer::kLion;
+    bool paged = !c.paged;
+    ASSERT_TRUE(ParseOptimizer(c.name, &o, &paged)) << c.name;
+    EXPECT_EQ(o, c.o) << c.name;
+    EXPECT_EQ(paged, c.paged) << c.name;
+  }
 }
 
 }  // namespace

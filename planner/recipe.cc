@@ -1,0 +1,88 @@
+#include "planner/recipe.h"
+
+namespace shardplan {
+namespace {
+
+bool Low(Dtype d) { return d == Dtype::kBf16 || d == Dtype::kFp16; }
+
+// Whether trained weights keep an fp32 master copy when the workload does not say; `why`
+// (may be null) gets the reason.
+bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::string* why) {
+  switch (l.stack) {
+    case Stack::kTorchtune:
+      // torchtune builds the model in `dtype` (bf16 by default) and steps the optimizer on
+      // those parameters: no fp32 copy (torchtune/training/precision.py, recipes' dtype key).
+      if (why) *why = "torchtune trains in pure " + std::string(DtypeName(w.precision)) + " (its `dtype` key)";
+      return false;
+    case Stack::kHf:
+    case Stack::kUnsloth:
+      // transformers 5 loads weights in the checkpoint's dtype (dtype="auto"), and Trainer's
+      // bf16=True only autocasts: a bf16 checkpoint trains in pure bf16.
+      if (Low(m.dtype)) {
+        if (why) *why = "from_pretrained loads the " + std::string(DtypeName(m.dtype)) + " checkpoint as is; bf16=True only autocasts";
+        return false;
+      }
+      if (why) *why = "the checkpoint is fp32, so weights and optimizer states stay fp32 under autocast";
+      return true;
+    case Stack::kNative:
+      break;
+  }
+  if (why) *why = std::string(FrameworkName(l.framework)) + " keeps fp32 master weights under mixed precision";
+  return true;
+}
+
+}  // namespace
+
+TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
+  TrainingRecipe r;
+  if (!w.training()) return r;
+  auto assume = [&](const char* note) {
+    if (assumed) assumed->push_back(note);
+  };
+  const bool low = w.precision != Dtype::kFp32;
+
+  if (!low) {
+    r.master_weights = false;  // everything is fp32 already
+  } else if (w.master_weights == MasterWeights::kAuto) {
+    std::string why;
+    r.master_weights = DefaultMaster(m, w, l, assumed ? &why : nullptr);
+    if (assumed && !w.lora_like())
+      assumed->push_back(std::string("master_weights: ") + (r.master_weights ? "fp32" : "none") + " (" + why + ")");
+  } else {
+    r.master_weights = w.master_weights == MasterWeights::kFp32;
+  }
+  r.pure_low_precision = low && !r.master_weights;
+  // peft upcasts adapters to fp32 (autocast_adapter_dtype=True); torchtune keeps them in dtype.
+  r.adapter_bytes = r.pure_low_precision && l.stack == Stack::kTorchtune ? 2 : 4;
+
+  r.paged_optimizer = w.paged_optimizer;
+  r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
+  r.compile = w.compile == Setting::kOn;
+
+  if (w.activation_offload != Setting::kAuto) {
+    r.activation_offload = w.activation_offload == Setting::kOn;
+  } else if (l.stack == Stack::kUnsloth && l.ac != Recompute::kNone) {
+    r.activation_offload = true;
+    assume("activation_offload: true (Unsloth's use_gradient_checkpointing=\"unsloth\" keeps checkpoints in host memory)");
+  }
+
+  if (w.loss != LossKind::kAuto) {
+    r.loss = w.loss;
+  } else if (l.stack == Stack::kTorchtune) {
+    r.loss = LossKind::kChunked;
+    assume("loss: chunked (torchtune's configs use CEWithChunkedOutputLoss, 8 chunks)");
+  } else if (l.stack == Stack::kUnsloth) {
+    r.loss = LossKind::kFused;
+    assume("loss: fused (Unsloth's fused cross-entropy never holds whole fp32 logits)");
+  }
+
+  if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kMegatron)
+    assume("sp: on (Megatron requires it for MoE with TP; NeMo and Megatron-Bridge recipes set it whenever tp > 1)");
+  if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kTorchtitan)
+    assume("sp: on (torchtitan's tensor parallelism always shards the sequence)");
+  if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc))
+    assume("ac: full (Unsloth's recommended use_gradient_checkpointing=\"unsloth\")");
+  return r;
+}
+
+}  // namespace shardplan

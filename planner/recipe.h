@@ -1,0 +1,36 @@
+// TrainingRecipe: the precision and memory recipe a training run follows, resolved from the
+// workload's keys and, where the user left one to the framework, from what the framework the
+// layout names does by default. Every default taken is listed in `assumed`, so the output
+// can say which recipe was priced. Pure: no I/O.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/layout.h"
+#include "planner/model_spec.h"
+#include "planner/workload.h"
+
+namespace shardplan {
+
+struct TrainingRecipe {
+  bool master_weights = true;        // an fp32 master copy beside low-precision working weights
+  bool pure_low_precision = false;   // weights, grads and optimizer states all in `precision`
+  bool optimizer_in_backward = false;// each parameter stepped in its grad hook; no grad buffer
+  bool paged_optimizer = false;      // optimizer states in CUDA unified memory (bitsandbytes paged)
+  bool activation_offload = false;   // saved activations streamed to pinned host memory
+  LossKind loss = LossKind::kStandard;
+  bool compile = false;              // torch.compile of the blocks
+  double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
+};
+
+// Chunks torchtune's CEWithChunkedOutputLoss splits the logits into (num_output_chunks=8,
+// torchtune/modules/loss/ce_chunked_output_loss.py).
+constexpr int kLossChunks = 8;
+
+// `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
+// taken from the framework rather than the workload.
+TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l,
+                             std::vector<std::string>* assumed = nullptr);
+
+}  // namespace shardplan
