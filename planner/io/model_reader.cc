@@ -436,6 +436,16 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       SP_RETURN_IF_ERROR(ReadDtype(top, m));
     }
   }
+  // Encoder-decoder models have a second stack, cross-attention and two sequence lengths;
+  // counting them as a decoder would give a wrong answer, so say they are not supported.
+  static const std::vector<std::string> kEncoderDecoder = {"t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus",
+                                                          "marian", "whisper", "switch_transformers", "encoder-decoder",
+                                                          "bigbird_pegasus", "led", "nllb-moe", "m2m_100", "prophetnet"};
+  const bool enc_dec_flag = root["is_encoder_decoder"].IsDefined() && root["is_encoder_decoder"].IsScalar() &&
+                            root["is_encoder_decoder"].Scalar() == "true";
+  if (enc_dec_flag || std::find(kEncoderDecoder.begin(), kEncoderDecoder.end(), *type) != kEncoderDecoder.end())
+    return doc.ErrorAt(root["model_type"], "model_type: \"" + *type + "\" is an encoder-decoder model, which shardplan "
+                                           "does not support: it plans decoder-only models (" + Join(SupportedModelTypes()) + ")");
   auto it = DefaultsTable().find(*type);
   if (it == DefaultsTable().end()) {
     std::string hint = Suggest(*type, SupportedModelTypes());

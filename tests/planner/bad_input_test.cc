@@ -150,6 +150,20 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   EXPECT_NE(w.status().message().find("w.yaml:1:7: task: expected pretrain"), std::string::npos) << w.status().message();
 }
 
+// Encoder-decoder models are refused by name rather than miscounted as a decoder.
+TEST(ModelRejects, EncoderDecoderIsNotSupported) {
+  for (const char* text : {"{\"model_type\": \"t5\", \"d_model\": 1024, \"num_layers\": 24}",
+                           "{\"model_type\": \"mt5\", \"d_model\": 4096}",
+                           "{\"model_type\": \"llama\", \"is_encoder_decoder\": true}"}) {
+    Status s = ModelError("config.json", text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.code(), Code::kBadInput);
+    EXPECT_NE(Message(s).find("is an encoder-decoder model, which shardplan does not support"), std::string::npos)
+        << Message(s);
+    EXPECT_NE(Message(s).find("config.json:1:"), std::string::npos) << Message(s);
+  }
+}
+
 // A user's own GPU may be given by its memory alone: the memory question has an answer, the
 // time is unknown (no peak), and nothing is invented for it.
 TEST(ClusterRejects, GpuGivenByMemoryAlone) {
