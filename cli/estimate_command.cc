@@ -14,6 +14,28 @@ struct EstimateFlags {
   std::string plan;
 };
 
+// With `ac` left open, a run recomputes as little as it must: the first of none, selective
+// and full that fits, as a user turns recomputation on until the step fits (and as NeMo and
+// Megatron-Bridge recipes do per model). The choice is stated with the answer.
+void ChooseRecomputation(Plan& p) {
+  if (!p.workload.training() || (p.layout.fixed & kKeyAc)) return;
+  for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    Layout l = p.layout;
+    l.ac = ac;
+    MemoryEstimate e = EstimateMemory(p.model, p.workload, l, p.cluster, p.memory_options);
+    if (e.fits || ac == Recompute::kFull) {
+      const bool changed = ac != p.layout.ac;
+      p.layout = l;
+      p.memory = std::move(e);
+      if (changed || ac != Recompute::kNone)
+        p.assumed.push_back("ac: " + std::string(RecomputeName(ac)) +
+                            (p.memory.fits ? " (not stated; the least recomputation that fits)"
+                                           : " (not stated; even full recomputation does not fit)"));
+      return;
+    }
+  }
+}
+
 int Run(const EstimateFlags& f) {
   Plan p;
   if (!f.plan.empty()) {
@@ -27,6 +49,7 @@ int Run(const EstimateFlags& f) {
     if (!layout.ok()) return Fail(layout.status());
     p = MakePlan(f.in, *in, *layout);
     p.memory = EstimateMemory(p.model, p.workload, p.layout, p.cluster, p.memory_options);
+    ChooseRecomputation(p);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
   }
   if (f.in.json) std::cout << PlanJson(p).dump(2) << "\n";

@@ -48,7 +48,7 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"optimizer", OptimizerName(p.workload.optimizer)}};
   j["layout"] = LayoutJson(p.layout);
   if (p.workload.training()) {
-    std::vector<std::string> assumed;
+    std::vector<std::string> assumed = p.assumed;
     const TrainingRecipe r = ResolveRecipe(p.model, p.workload, p.layout, &assumed);
     j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
@@ -75,7 +75,7 @@ std::string EstimateText(const Plan& p) {
   std::string out = p.model.name + " on " + std::to_string(p.cluster.world_size()) + " x " + p.cluster.gpu.name +
                     ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n";
   if (p.workload.training()) {
-    std::vector<std::string> assumed;
+    std::vector<std::string> assumed = p.assumed;
     ResolveRecipe(p.model, p.workload, p.layout, &assumed);
     for (const std::string& a : assumed) out += "assumed: " + a + "\n";
   }

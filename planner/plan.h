@@ -46,6 +46,7 @@ struct Plan {
   MemoryEstimate memory;
   TimeEstimate time;
   std::string reason;         // one line: why this layout ranks where it does
+  std::vector<std::string> assumed;  // layout values the command chose for keys the user left open
 };
 
 }  // namespace shardplan

@@ -46,7 +46,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   } else if (w.master_weights == MasterWeights::kAuto) {
     std::string why;
     r.master_weights = DefaultMaster(m, w, l, assumed ? &why : nullptr);
-    if (assumed && !w.lora_like())
+    if (assumed && !w.lora_like() && l.stack != Stack::kNative)
       assumed->push_back(std::string("master_weights: ") + (r.master_weights ? "fp32" : "none") + " (" + why + ")");
   } else {
     r.master_weights = w.master_weights == MasterWeights::kFp32;

@@ -85,6 +85,20 @@ expect plan-nothing-advice "$tmp/out" "more GPUs"
 check no-network 2 -- "$bin" plan --model llama-3.1-8b --cluster rtx4090-pc --nodes 2
 expect no-network-msg "$tmp/err" "no network between nodes"
 
+# What a user types from a fine-tuning write-up: a GPU known by its memory, a flow-style
+# workload, the library's own name; the answer states every default it took.
+printf 'name: card\nnodes: 1\ngpus_per_node: 1\ngpu: {name: "24 GB card", memory: 24 GiB}\n' > "$tmp/card.yaml"
+printf '{task: finetune, seq_len: 2048, global_batch: 2, optimizer: paged_adamw_8bit, optimizer_in_backward: true, compile: true}\n' > "$tmp/flow.yaml"
+check user-inputs 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2
+expect user-inputs-time "$tmp/out" "step time unknown: the GPU '24 GB card' states no compute peak"
+expect user-inputs-ac "$tmp/out" "assumed: ac: full (not stated; the least recomputation that fits)"
+expect user-inputs-master "$tmp/out" "assumed: master_weights: none (torchtune trains in pure bf16"
+check user-inputs-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2 --json
+json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["master_weights"] and j["time"]["known"] is False and j["layout"]["framework"] == "torchtune" and j["layout"]["engine"] == "fsdp"'
+printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
+check encoder-decoder 2 -- "$bin" inspect --model "$tmp/t5.json"
+expect encoder-decoder-msg "$tmp/err" "is an encoder-decoder model, which shardplan does not support"
+
 # topology show
 check topology 0 -- "$bin" topology show dgx-h100
 expect topology-text "$tmp/out" "NVIDIA H100 80GB HBM3"
