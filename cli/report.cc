@@ -11,6 +11,7 @@ nlohmann::json LayoutJson(const Layout& l) {
   nlohmann::json j = {{"framework", FrameworkName(l)}, {"engine", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
                       {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp}, {"sp", l.sp}, {"zero", l.zero},
                       {"shard_group", l.shard_group}, {"ac", RecomputeName(l.ac)}, {"ac_layers", l.ac_layers},
+                      {"ac_modules", AcModulesName(l.ac_modules)},
                       {"offload_optimizer", OffloadName(l.offload_optimizer)},
                       {"offload_params", OffloadName(l.offload_params)}, {"mbs", l.mbs}, {"grad_accum", l.grad_accum},
                       {"reshard_after_forward", l.reshard_after_forward}, {"weights", DtypeName(l.weights)},

@@ -1,5 +1,7 @@
 #include "launch/megatron_args.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace shardplan::launch {
@@ -63,6 +65,11 @@ Status StageFlags(const Plan& plan, Flags& f) {
 void RecomputeFlags(const Layout& l, Flags& f) {
   if (l.ac == Recompute::kSelective) {
     f.emplace_back("--recompute-granularity selective");  // core_attn by default
+    if (l.ac_modules != kAcCoreAttn) {
+      std::string mods = AcModulesName(l.ac_modules);
+      std::replace(mods.begin(), mods.end(), '/', ' ');
+      f.emplace_back("--recompute-modules " + mods);
+    }
   } else if (l.ac == Recompute::kFull) {
     f.emplace_back("--recompute-granularity full");
     if (l.ac_layers > 0) {  // the first ac_layers layers of each stage, the rest keep activations

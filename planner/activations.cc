@@ -97,6 +97,36 @@ Dims DimsFor(const MemoryContext& ctx) {
   return d;
 }
 
+// Bytes Megatron's selective recomputation drops from one layer for its --recompute-modules
+// (transformer_config.py): each module named gives back the tensors it would have saved.
+double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims& d) {
+  const ModelSpec& m = ctx.m;
+  const uint32_t mods = ctx.l.ac_modules;
+  const double sb = d.s * d.b;
+  const bool moe = m.is_moe_layer(layer);
+  double drop = 0;
+  if (mods & kAcCoreAttn) drop += 4 * sb * static_cast<double>(m.heads) / d.t;  // flash attention keeps its LSE
+  if (mods & kAcLayernorm) drop += 2 * 2 * sb * d.h / d.sp_div;  // the two norms' outputs
+  if ((mods & kAcMlaUpProj) && m.attention == AttentionKind::kMla)
+    drop += 2 * sb * static_cast<double>(m.heads) *
+            static_cast<double>(2 * (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim) / d.t;
+  if (moe) {
+    const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
+    const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
+    const double shared = static_cast<double>(m.shared_experts * m.shared_intermediate);
+    const double norm_pair = NormPair(d) * sb * d.h / d.sp_div;
+    if (mods & kAcMoe) {
+      drop += MlpBytes(ctx, layer, d) - norm_pair;  // the layer keeps its input only
+    } else {
+      if (mods & kAcMoeAct) drop += k * sb * 2 * fe;  // the experts' activation output (fc2 input)
+      if ((mods & kAcSharedExperts) && shared > 0) drop += sb * MlpInner(ctx, shared) / d.t;
+    }
+  } else if (mods & kAcMlp) {
+    drop += sb * MlpInner(ctx, static_cast<double>(m.intermediate)) / d.t;
+  }
+  return drop;
+}
+
 }  // namespace
 
 int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute ac) {
@@ -119,7 +149,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     if (ctx.l.framework == Framework::kTorchtitan) {
       total = TorchtitanSelectiveBytes(ctx, layer, d, total);
     } else {
-      total -= ctx.l.framework == Framework::kMegatron ? 4 * sb * static_cast<double>(ctx.m.heads) / d.t : 2 * sb * f / d.t + norms;
+      total -= ctx.l.framework == Framework::kMegatron ? MegatronSelectiveDrop(ctx, layer, d) : 2 * sb * f / d.t + norms;
     }
   }
   return static_cast<int64_t>(std::max(total, input));

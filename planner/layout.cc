@@ -22,7 +22,11 @@ constexpr KeyInfo kKeys[] = {
     {"shard_group", kKeyShardGroup}, {"ac", kKeyAc}, {"ac_layers", kKeyAcLayers},
     {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
     {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
-    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}};
+    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}};
+
+constexpr std::pair<const char*, AcModule> kAcModules[] = {
+    {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
+    {"mlp", kAcMlp},           {"moe", kAcMoe},         {"shared_experts", kAcSharedExperts}};
 
 std::vector<std::string> KeyNames() {
   std::vector<std::string> v;
@@ -96,6 +100,22 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     std::optional<Dtype> d = ParseDtype(v);
     if (!d) return Bad(key, "bf16, fp16, fp8, int8, int4 or nf4", v);
     (key == "weights" ? l.weights : l.kv_cache) = *d;
+  } else if (key == "ac_modules") {
+    // Megatron's --recompute-modules, '/'-separated (a comma separates layout keys).
+    l.ac_modules = 0;
+    for (const std::string& part : Split(v, '/')) {
+      const std::string name = Trim(part);
+      bool found = false;
+      for (const auto& [n, bit] : kAcModules)
+        if (name == n) l.ac_modules |= bit, found = true;
+      if (!found) {
+        std::vector<std::string> names;
+        for (const auto& [n, bit] : kAcModules) names.emplace_back(n);
+        const std::string hint = Suggest(name, names);
+        return Bad(key, "Megatron recompute modules separated by '/' (" + Join(names, "/") + ")" +
+                            (hint.empty() ? std::string() : ", did you mean '" + hint + "'?"), v);
+      }
+    }
   } else if (key == "stages") {
     l.stages.clear();
     for (const std::string& part : Split(v, '/')) {
@@ -207,6 +227,10 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
   if (l.offload_optimizer != Offload::kNone && l.zero == 0 && l.framework == Framework::kDeepSpeed)
     return Rule("offload_optimizer needs ZeRO stage 1 or higher");
   if (l.ac_layers > 0 && l.ac != Recompute::kFull) return Rule("ac_layers applies to ac=full only");
+  if (l.ac_modules != kAcCoreAttn && l.ac != Recompute::kSelective)
+    return Rule("ac_modules applies to ac=selective only (Megatron's --recompute-modules)");
+  if (l.ac_modules != kAcCoreAttn && l.framework != Framework::kMegatron)
+    return Rule("ac_modules is Megatron's --recompute-modules; framework=" + std::string(FrameworkName(l)) + " has no such setting");
   return Status::Ok();
 }
 
@@ -234,6 +258,13 @@ std::string_view FrameworkName(const Layout& l) {
 
 std::string_view RecomputeName(Recompute r) {
   return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
+}
+
+std::string AcModulesName(uint32_t modules) {
+  std::vector<std::string> names;
+  for (const auto& [n, bit] : kAcModules)
+    if (modules & bit) names.emplace_back(n);
+  return Join(names, "/");
 }
 
 std::string_view OffloadName(Offload o) { return o == Offload::kNone ? "none" : o == Offload::kCpu ? "cpu" : "nvme"; }
@@ -273,6 +304,7 @@ std::string FormatLayout(const Layout& l) {
        ",grad_accum=" + Num(l.grad_accum) + ",reshard=" + (l.reshard_after_forward ? "on" : "off") +
        ",weights=" + std::string(DtypeName(l.weights)) + ",kv_cache=" + std::string(DtypeName(l.kv_cache)) +
        ",batch=" + Num(l.batch);
+  if (l.ac_modules != kAcCoreAttn) s += ",ac_modules=" + AcModulesName(l.ac_modules);
   if (!l.stages.empty()) {
     std::vector<std::string> parts;
     for (int n : l.stages) parts.push_back(Num(n));

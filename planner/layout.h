@@ -31,7 +31,19 @@ enum LayoutKey : uint32_t {
   kKeyOffloadOptimizer = 1u << 11, kKeyOffloadParams = 1u << 12, kKeyMbs = 1u << 13,
   kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
   kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
-  kKeyBatch = 1u << 21,
+  kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22,
+};
+
+// Megatron's --recompute-modules under selective recomputation (transformer_config.py):
+// which parts of a block drop their saved tensors and run again in backward.
+enum AcModule : uint32_t {
+  kAcCoreAttn = 1u << 0,      // core attention (the default; with flash attention, its LSE)
+  kAcMoeAct = 1u << 1,        // the MoE experts' activation function
+  kAcLayernorm = 1u << 2,     // input_layernorm and pre_mlp_layernorm outputs
+  kAcMlaUpProj = 1u << 3,     // MLA up-projections and RoPE
+  kAcMlp = 1u << 4,           // the dense MLP
+  kAcMoe = 1u << 5,           // the whole MoE layer
+  kAcSharedExperts = 1u << 6, // the shared experts
 };
 
 struct Layout {
@@ -49,6 +61,7 @@ struct Layout {
   int shard_group = 0;              // HSDP shard group / ZeRO++ hpZ size; 0 = all of dp
   Recompute ac = Recompute::kNone;  // activation recomputation
   int ac_layers = 0;                // layers per stage recomputed under kFull; 0 = all
+  uint32_t ac_modules = kAcCoreAttn;  // AcModule bits recomputed under kSelective (Megatron)
   Offload offload_optimizer = Offload::kNone;
   Offload offload_params = Offload::kNone;
   int mbs = 1;                      // micro-batch size, sequences per GPU per forward
@@ -88,6 +101,8 @@ std::string_view FrameworkName(Framework f);
 std::string_view FrameworkName(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
+// "core_attn/moe_act/..." in Megatron's names, in a fixed order.
+std::string AcModulesName(uint32_t modules);
 
 // Parses "framework=deepspeed,tp=8,zero=1"; unknown keys get a did-you-mean suggestion.
 StatusOr<Layout> ParseLayout(std::string_view text);

@@ -142,6 +142,21 @@ TEST(Layout, SequenceParallelFollowsTheFramework) {
   EXPECT_FALSE(f.Resolve("framework=fsdp,tp=2")->sp);
 }
 
+// Megatron's --recompute-modules, '/'-separated inside the comma-separated layout.
+TEST(Layout, RecomputeModules) {
+  auto l = ParseLayout("framework=megatron,ac=selective,ac_modules=moe_act/layernorm");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->ac_modules, kAcMoeAct | kAcLayernorm);
+  EXPECT_NE(FormatLayout(*l).find("ac_modules=moe_act/layernorm"), std::string::npos) << FormatLayout(*l);
+  EXPECT_EQ(ParseLayout(FormatLayout(*l))->ac_modules, l->ac_modules);
+  EXPECT_NE(ParseLayout("ac_modules=moe_actt").status().message().find("did you mean 'moe_act'?"), std::string::npos);
+  Fixture f("qwen3-30b-a3b", "dgx-h100", 1);
+  EXPECT_NE(f.Resolve("framework=megatron,ac=full,ac_modules=moe").status().message().find("applies to ac=selective only"),
+            std::string::npos);
+  EXPECT_NE(f.Resolve("framework=torchtitan,ac=selective,ac_modules=moe").status().message().find("framework=torchtitan has no such setting"),
+            std::string::npos);
+}
+
 TEST(Layout, KvHeadsReplicatedWhenTpExceedsThem) {
   Fixture f("qwen2.5-7b", "dgx-h100", 1);  // 28 heads, 4 KV heads
   EXPECT_TRUE(f.Resolve("framework=megatron,tp=4").ok());

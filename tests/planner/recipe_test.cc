@@ -196,5 +196,23 @@ TEST(Recipe, UnslothDefaultsAreStated) {
   EXPECT_EQ(none->ac, Recompute::kNone);
 }
 
+// Megatron's selective recomputation by module (Qwen3-30B-A3B: 48 MoE layers, 128 experts,
+// top-8, expert FFN 768, hidden 2048): moe_act gives back each routed token's activation
+// output, k x 1.1 (planned imbalance) x 2 B x 768 per token per layer; moe keeps only the
+// MoE layer's input.
+TEST(Recipe, MegatronRecomputeModules) {
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 64\n");
+  const std::string base = "framework=megatron,tp=1,ep=8,mbs=1,ac=selective";
+  auto acts = [&](const std::string& extra) { return Term(Estimate(*m, w, *c, base + extra), "activations"); };
+  const int64_t core = acts("");
+  const double per_layer = 8 * 1.1 * 4096 * 2 * 768.0;
+  EXPECT_NEAR(core - acts(",ac_modules=core_attn/moe_act"), 48 * per_layer, 48 * 64.0);
+  EXPECT_LT(acts(",ac_modules=moe"), core / 4);
+}
+
 }  // namespace
 }  // namespace shardplan
