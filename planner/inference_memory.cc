@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/deepspeed_buckets.h"
 #include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
@@ -37,9 +38,25 @@ double ServedWeightBytes(const MemoryContext& ctx, const StageShape& s) {
 void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
   const ModelSpec& m = ctx.m;
   const Layout& l = ctx.l;
-  out.push_back({"weights", static_cast<int64_t>(ServedWeightBytes(ctx, s)), std::max(1, s.layers * 7), Phase::kSetup,
-                 Phase::kForward, Pool::kTorch,
-                 "weights per TP rank by format, scales and the checkpoint's 16-bit modules included (memory-model.md 5.1)"});
+  const double weights = ServedWeightBytes(ctx, s);
+  if (l.offload_params != Offload::kNone) {
+    // ZeRO-Inference (DeepSpeed's 2022 post): weights stay in host memory or on NVMe and
+    // stream in layer by layer; the GPU holds the layer running and the prefetched ones, up
+    // to stage3_max_live_parameters.
+    const ZeroBuckets b = DeepSpeedBuckets(m, l);
+    const double per_param = weights / std::max(1.0, static_cast<double>(s.dense_params + s.expert_params));
+    const double live = std::min<double>(2.0 * static_cast<double>(s.layer_params) + static_cast<double>(b.prefetch_bucket),
+                                         static_cast<double>(b.max_live_parameters));
+    out.push_back({"weights", static_cast<int64_t>(std::min(weights, per_param * live)), 3, Phase::kSetup, Phase::kForward,
+                   Pool::kTorch, "ZeRO-Inference: the running layer + the prefetch bucket, capped by max_live_parameters"});
+    if (l.offload_params == Offload::kCpu)
+      out.push_back({"weights_offloaded", static_cast<int64_t>(weights), 1, Phase::kSetup, Phase::kForward, Pool::kHost,
+                     "ZeRO-Inference: every weight in pinned host memory"});
+  } else {
+    out.push_back({"weights", static_cast<int64_t>(weights), std::max(1, s.layers * 7), Phase::kSetup, Phase::kForward,
+                   Pool::kTorch,
+                   "weights per TP rank by format, scales and the checkpoint's 16-bit modules included (memory-model.md 5.1)"});
+  }
   const int64_t context = ctx.w.context_len();
   const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
   out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
@@ -68,7 +85,7 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   // vLLM: available = capacity x utilization - (weights + activation peak + non-torch).
   int64_t non_kv = 0;
   for (const MemoryTerm& t : stage.terms)
-    if (t.name != "kv_cache") non_kv += t.bytes;
+    if (t.name != "kv_cache" && (t.pool == Pool::kTorch || t.pool == Pool::kNonTorch)) non_kv += t.bytes;
   const double budget = static_cast<double>(ctx.c.gpu.memory_bytes) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
   if (available > 0 && kv.kv_bytes_per_token > 0) {

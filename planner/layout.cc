@@ -342,7 +342,8 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // with the checkpoints offloaded to host memory, planner/recipe.cc).
   if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc) && w.training()) l.ac = Recompute::kFull;
   if (!w.training()) {
-    l.zero = 0;
+    // ZeRO-Inference: DeepSpeed stage 3 serving with the weights offloaded to CPU or NVMe.
+    l.zero = l.offload_params != Offload::kNone ? 3 : 0;
     l.grad_accum = 1;
     if (l.batch == 0) l.batch = static_cast<int>(std::max<int64_t>(1, (w.inference.batch + l.dp - 1) / l.dp));
     if (!(l.fixed & kKeyWeights)) l.weights = w.inference.weights;

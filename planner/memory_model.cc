@@ -70,6 +70,9 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   double load = loading;
   if (!ctx.w.training()) {  // serving engines read each GPU's own weight shard
     load = ServedWeightBytes(ctx, s) * std::min(ranks, ctx.c.world_size());
+    // ZeRO-Inference keeps the weights in pinned host memory (cpu) or on NVMe per rank.
+    if (l.offload_params == Offload::kCpu) host += load;
+    if (l.offload_params == Offload::kNvme) nvme += load;
   }
   e.per_node_host_bytes = static_cast<int64_t>(std::max(host, load));
   e.per_node_nvme_bytes = static_cast<int64_t>(nvme);

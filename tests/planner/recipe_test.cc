@@ -214,5 +214,23 @@ TEST(Recipe, MegatronRecomputeModules) {
   EXPECT_LT(acts(",ac_modules=moe"), core / 4);
 }
 
+// ZeRO-Inference (DeepSpeed blog, 2022-09-10, Table 2): OPT-30B in fp16 served from CPU
+// memory on one V100-32GB at batch 256 ran, with 0 B of weights pinned on the GPU. The GPU
+// holds the streamed layers only; the 30B weights sit in host memory.
+TEST(Recipe, ZeroInferenceStreamsWeightsFromHost) {
+  const ModelSpec m = Model(R"({"model_type": "opt", "hidden_size": 7168, "ffn_dim": 28672, "num_hidden_layers": 48,
+      "num_attention_heads": 56, "vocab_size": 50272, "max_position_embeddings": 2048, "word_embed_proj_dim": 7168,
+      "torch_dtype": "float16"})");
+  const ClusterSpec c = OneGpu("v100-sxm-32gb\nhost: {memory: 1500 GB, pcie_bandwidth: 16 GB/s}");
+  const Workload w = Recipe("task: inference\ninference: {batch: 256, prompt_len: 4, gen_len: 10, weights: fp16}\n");
+  const MemoryEstimate e = Estimate(m, w, c, "offload_params=cpu");
+  const double weights = 2.0 * static_cast<double>(CountParams(m).total);
+  EXPECT_NEAR(Term(e, "weights_offloaded"), weights, 0.01 * weights);
+  EXPECT_LT(Term(e, "weights"), 0.05 * weights);
+  EXPECT_TRUE(e.fits);
+  EXPECT_GE(e.per_node_host_bytes, Term(e, "weights_offloaded"));
+  EXPECT_FALSE(Estimate(m, w, c, "offload_params=none").fits);  // 60 GB of fp16 weights on a 32 GB card
+}
+
 }  // namespace
 }  // namespace shardplan
