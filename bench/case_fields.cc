@@ -82,16 +82,16 @@ const std::map<std::string, Framework> kFrameworks = {
     {"deepspeedai/DeepSpeed", Framework::kDeepSpeed}, {"microsoft/DeepSpeed", Framework::kDeepSpeed},
     {"huggingface/peft", Framework::kDeepSpeed},  // its examples run DeepSpeed ZeRO-3 offload
     {"foundation-model-stack/fms-fsdp", Framework::kFsdp}, {"mosaicml/llm-foundry", Framework::kFsdp},
-    {"pytorch/torchtune", Framework::kFsdp},  // single-device recipes: plain PyTorch
+    {"pytorch/torchtune", Framework::kFsdp},  // FSDP2 engine; the layout names torchtune for its recipe
     {"unslothai/unsloth", Framework::kFsdp},  // the HF + FA2 baseline column
     {"pytorch/torchtitan", Framework::kTorchtitan},
     {"NVIDIA/Megatron-LM", Framework::kMegatron}, {"NVIDIA/NeMo", Framework::kMegatron},
     {"NVIDIA-NeMo/Megatron-Bridge", Framework::kMegatron}, {"yanring/Megatron-MoE-ModelZoo", Framework::kMegatron}};
 
 constexpr Override kOverrides[] = {
-    {"torchtune-llama32-3b-ladder-packed-compile-chunkedce-ac", nullptr, "chunked cross-entropy"},
-    {"torchtune-llama32-3b-ladder-plus-optim-in-bwd", "full",
-     "chunked cross-entropy; optimizer step fused into backward"},
+    {"torchtune-llama32-3b-ladder-packed-compile", nullptr, LossKind::kStandard, false},
+    {"torchtune-llama32-3b-ladder-packed-compile-chunkedce-ac", nullptr, LossKind::kChunked, false},
+    {"torchtune-llama32-3b-ladder-plus-optim-in-bwd", "full", LossKind::kChunked, true},
 };
 
 const Override* FindOverride(const std::string& id) {

@@ -31,8 +31,9 @@ bool Skip(PublicCase& pc, std::string why);
 // notes say "Cumulative ablation: each row adds the named technique to the previous one".
 struct Override {
   const char* id;
-  const char* ac;          // recomputation the row inherits, or nullptr
-  const char* unmodelled;  // techniques of the row the memory model has no term for
+  const char* ac;                      // recomputation the row inherits, or nullptr
+  LossKind loss = LossKind::kAuto;     // the loss the row runs (before the chunked-CE row: standard)
+  bool optimizer_in_backward = false;  // the row fuses the optimizer step into backward
 };
 const Override* FindOverride(const std::string& id);
 

@@ -1,5 +1,6 @@
 // The --layout text of a public case: framework from its source, parallel degrees, batch,
 // recomputation and each stack's defaults, with every assumption recorded on the case.
+#include <cctype>
 #include <string>
 
 #include "bench/case_fields.h"
@@ -31,18 +32,23 @@ std::string MapRecompute(const Fields& f, PublicCase& pc) {
   const std::string stated = Str(f.layout, "recompute");
   const std::string text = Lower(stated + " " + Str(f.layout, "knobs"));
   const Override* o = FindOverride(pc.id);
-  if (o && o->unmodelled) pc.unmodelled.push_back(o->unmodelled);
   if (o && o->ac) return o->ac;
   if (text.find("full") != std::string::npos || text.find("activation checkpointing") != std::string::npos)
     return "full";
   if (text.find("selective") != std::string::npos) {
-    if (text.find(':') != std::string::npos) {  // Megatron --recompute-modules
-      // Recomputing the MoE/MLP blocks keeps about what full recomputation keeps of them;
-      // shardplan's selective (core attention) would keep every expert's intermediates.
-      const bool mlp = text.find("moe") != std::string::npos || text.find("mlp") != std::string::npos;
-      pc.unmodelled.push_back("recompute of the named modules (" + stated + "); read as " +
-                              (mlp ? "full, the nearest mode that recomputes the MLP/MoE blocks" : "selective"));
-      return mlp ? "full" : "selective";
+    if (text.find(':') != std::string::npos) {  // Megatron --recompute-modules, priced by name
+      std::string modules;
+      for (const char* name : {"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"}) {
+        // "moe" alone, not the "moe" inside "moe_act"
+        const std::string n = name;
+        for (size_t at = text.find(n); at != std::string::npos; at = text.find(n, at + 1)) {
+          const size_t end = at + n.size();
+          if (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) continue;
+          modules += (modules.empty() ? "" : "/") + n;
+          break;
+        }
+      }
+      if (!modules.empty()) return "selective,ac_modules=" + modules;
     }
     return "selective";
   }
@@ -98,8 +104,12 @@ void MapStackDefaults(const Fields& f, Framework framework, int64_t tp, int64_t 
   if (Mentions(Str(l, "fsdp"), "hsdp")) pc.assumed.push_back("HSDP split not stated: fully sharded over dp");
   if (Mentions(Str(l, "zero_note"), "not sharded"))
     pc.unmodelled.push_back("BF16_Optimizer fp32 gradient-accumulation buffer (4 B/param, unsharded)");
-  if (f.repo == "pytorch/torchtune" && pc.workload.task == Task::kFinetune)  // recipe dtype: bf16
-    pc.unmodelled.push_back("pure bf16 training: bf16 weights, grads and AdamW states, no fp32 master");
+  // torchtune's ladder rows each add a technique to the one before; every row runs compiled.
+  if (const Override* o = FindOverride(pc.id)) {
+    pc.workload.compile = Setting::kOn;
+    pc.workload.loss = o->loss;
+    if (o->optimizer_in_backward) pc.workload.optimizer_in_backward = Setting::kOn;
+  }
 }
 
 }  // namespace
@@ -120,12 +130,17 @@ bool MapLayout(const Fields& f, PublicCase& pc) {
     pc.assumed.push_back("uneven pipeline split, balanced (" + (stated.empty() ? "not stated" : "pp_layout " + stated) +
                          ")");
   }
+  if (!pc.workload.training() && Mentions(Str(l, "offload"), "offload")) {
+    out.Put("offload_params", "cpu");  // ZeRO-Inference: weights streamed from host memory
+    pc.assumed.push_back("weights offloaded to CPU (the CPU column of ZeRO-Inference's table)");
+  }
   if (pc.workload.training()) {
     Framework framework = Framework::kTorchtitan;  // a paper without a repository: Meta's FSDP + TP + PP stack
     if (const auto fw = kFrameworks.find(f.repo); fw != kFrameworks.end()) framework = fw->second;
     else if (!f.repo.empty()) return Skip(pc, "no framework known for source " + f.repo);
     else pc.assumed.push_back("framework torchtitan (the paper's FSDP + TP + PP stack)");
-    out.Put("framework", std::string(FrameworkName(framework)));
+    // torchtune's recipes (pure bf16, chunked loss) are its own: name the stack, not the engine.
+    out.Put("framework", f.repo == "pytorch/torchtune" ? std::string("torchtune") : std::string(FrameworkName(framework)));
     if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
     out.Put("ac", MapRecompute(f, pc));
     MapBatch(l, dp, pc, out);

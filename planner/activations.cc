@@ -22,6 +22,11 @@ struct Dims {
   // DTensor plan redistributes to Replicate before the column-parallel matmuls, which then
   // save the gathered full-sequence tensor (parallelize.py PrepareModuleInput).
   double gathered_div;
+  // Bytes a linear layer saves of its input for the weight gradient: bf16, or under FP8
+  // training with Transformer Engine (Megatron) the FP8 copy cast for the GEMM (TE's
+  // module/linear.py saves the quantized input), 1 B. torchao's Float8Linear (torchtitan)
+  // saves the high-precision input and casts again in backward.
+  double gi = 2;
 };
 
 // Attention block, flash (no s^2 term): memory-model.md 2.4.
@@ -33,41 +38,51 @@ double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair)
   if (m.attention == AttentionKind::kMla) {
     const double a = static_cast<double>(m.heads);
     const double dqk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
-    split = 2 * sb * a * (2 * dqk + static_cast<double>(m.v_head_dim)) + 2 * sb * a * static_cast<double>(m.v_head_dim);
+    split = 2 * sb * a * (2 * dqk + static_cast<double>(m.v_head_dim)) + d.gi * sb * a * static_cast<double>(m.v_head_dim);
     replicated += 2 * sb * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
   } else {
-    split = 2 * sb * static_cast<double>(m.q_width() + 2 * m.kv_width()) + 2 * sb * static_cast<double>(m.q_width());
+    split = 2 * sb * static_cast<double>(m.q_width() + 2 * m.kv_width()) + d.gi * sb * static_cast<double>(m.q_width());
   }
   split += 4 * sb * static_cast<double>(m.heads);  // fp32 log-sum-exp per head
   return replicated / d.sp_div + split / d.t;
 }
 
-// MLP intermediate bytes per token for an FFN of size f (before TP division).
-double MlpInner(const MemoryContext& ctx, double f) {
+// MLP intermediate bytes per token for an FFN of size f (before TP division); fc2's input
+// is a GEMM input (gi bytes).
+double MlpInner(const MemoryContext& ctx, double f, double gi) {
   // torch.compile fuses the pointwise ops and recomputes the cheap ones in backward: a plain
   // MLP saves the activation's input alone; SwiGLU saves what Megatron's fused kernel saves.
-  if (ctx.m.mlp == MlpKind::kPlain) return ctx.r.compile ? 2 * f : 2 * f + 2 * f;  // activation input, fc2 input
-  // Fused SwiGLU saves gate||up (4f) and fc2's input (2f); unfused HF/torchtitan code keeps
-  // act(gate), up and their product as well (about 8f).
-  return ctx.l.framework == Framework::kMegatron || ctx.r.compile ? 6 * f : 8 * f;
+  if (ctx.m.mlp == MlpKind::kPlain) return ctx.r.compile ? 2 * f : 2 * f + gi * f;  // activation input, fc2 input
+  // Fused SwiGLU saves gate||up (4f) and fc2's input; unfused HF/torchtitan code keeps
+  // act(gate), up and their product as well (about 8f in bf16).
+  return (ctx.l.framework == Framework::kMegatron || ctx.r.compile ? 4 * f : 6 * f) + gi * f;
 }
 
 // Bytes of the "norm input, projection input" pair each block saves per token and hidden unit.
-double NormPair(const Dims& d) { return 2 + 2 * d.sp_div / d.gathered_div; }
+double NormPair(const Dims& d) { return 2 + d.gi * d.sp_div / d.gathered_div; }
+
+// Tokens one GPU routes through its experts per micro-batch, before top-k. Under sequence
+// parallelism each TP rank dispatches its own sequence shard; expert tensor parallelism
+// all-gathers them back over ETP (Megatron token_dispatcher.py; the time model's rows).
+double RoutedTokens(const MemoryContext& ctx, const Dims& d) {
+  return d.s * d.b * std::min<double>(ctx.l.etp, d.sp_div) / d.sp_div;
+}
 
 double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const ModelSpec& m = ctx.m;
   const double sb = d.s * d.b;
   double replicated = NormPair(d) * sb * d.h;  // norm input, fc1 input
-  if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(ctx, static_cast<double>(m.intermediate)) / d.t;
+  if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(ctx, static_cast<double>(m.intermediate), d.gi) / d.t;
   // MoE per EP rank with balanced routing: router logits/probs in fp32, the permuted tokens
   // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
   const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
-  double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts);
+  double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts) / d.sp_div;
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
-  bytes += k * sb * (2 * d.h + MlpInner(ctx, fe) + 2 * d.h);  // fe is already split by ETP
+  // The permuted tokens (the experts' fc1 input), their intermediates, and their fc2 output,
+  // which the combine's probability gradient reads.
+  bytes += k * RoutedTokens(ctx, d) * (d.gi * d.h + MlpInner(ctx, fe, d.gi) + 2 * d.h);  // fe is already split by ETP
   if (m.shared_experts > 0)
-    bytes += sb * MlpInner(ctx, static_cast<double>(m.shared_experts * m.shared_intermediate)) / d.t;
+    bytes += sb * MlpInner(ctx, static_cast<double>(m.shared_experts * m.shared_intermediate), d.gi) / d.t;
   return bytes;
 }
 
@@ -94,6 +109,7 @@ Dims DimsFor(const MemoryContext& ctx) {
   d.t = l.tp;
   d.sp_div = l.sp ? l.tp : 1;
   d.gathered_div = l.framework == Framework::kTorchtitan ? 1 : d.sp_div;
+  d.gi = ctx.w.precision == Dtype::kFp8 && l.framework == Framework::kMegatron ? 1 : 2;
   return d;
 }
 
@@ -118,11 +134,11 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
     if (mods & kAcMoe) {
       drop += MlpBytes(ctx, layer, d) - norm_pair;  // the layer keeps its input only
     } else {
-      if (mods & kAcMoeAct) drop += k * sb * 2 * fe;  // the experts' activation output (fc2 input)
-      if ((mods & kAcSharedExperts) && shared > 0) drop += sb * MlpInner(ctx, shared) / d.t;
+      if (mods & kAcMoeAct) drop += k * RoutedTokens(ctx, d) * d.gi * fe;  // the experts' activation output (fc2 input)
+      if ((mods & kAcSharedExperts) && shared > 0) drop += sb * MlpInner(ctx, shared, d.gi) / d.t;
     }
   } else if (mods & kAcMlp) {
-    drop += sb * MlpInner(ctx, static_cast<double>(m.intermediate)) / d.t;
+    drop += sb * MlpInner(ctx, static_cast<double>(m.intermediate), d.gi) / d.t;
   }
   return drop;
 }
