@@ -14,11 +14,13 @@ struct EstimateFlags {
   std::string plan;
 };
 
-// With `ac` left open, a run recomputes as little as it must: the first of none, selective
+// With `ac` left open on a framework without a default of its own, a run recomputes as
+// little as it must: the first of none, selective
 // and full that fits, as a user turns recomputation on until the step fits (and as NeMo and
 // Megatron-Bridge recipes do per model). The choice is stated with the answer.
 void ChooseRecomputation(Plan& p) {
-  if (!p.workload.training() || (p.layout.fixed & kKeyAc)) return;
+  // torchtune and Unsloth state their own default (planner/recipe.cc); native frameworks don't.
+  if (!p.workload.training() || (p.layout.fixed & kKeyAc) || p.layout.stack != Stack::kNative) return;
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout l = p.layout;
     l.ac = ac;

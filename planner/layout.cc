@@ -339,8 +339,10 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
     l.sp = true;
   if (l.tp == 1) l.sp = false;
   // Unsloth's recommended setting: use_gradient_checkpointing="unsloth" (full recomputation,
-  // with the checkpoints offloaded to host memory, planner/recipe.cc).
-  if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc) && w.training()) l.ac = Recompute::kFull;
+  // with the checkpoints offloaded to host memory, planner/recipe.cc); torchtune's configs
+  // set enable_activation_checkpointing: True.
+  if ((l.stack == Stack::kUnsloth || l.stack == Stack::kTorchtune) && !(l.fixed & kKeyAc) && w.training())
+    l.ac = Recompute::kFull;
   if (!w.training()) {
     // ZeRO-Inference: DeepSpeed stage 3 serving with the weights offloaded to CPU or NVMe.
     l.zero = l.offload_params != Offload::kNone ? 3 : 0;

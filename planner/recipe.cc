@@ -82,6 +82,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("sp: on (torchtitan's tensor parallelism always shards the sequence)");
   if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc))
     assume("ac: full (Unsloth's recommended use_gradient_checkpointing=\"unsloth\")");
+  if (l.stack == Stack::kTorchtune && !(l.fixed & kKeyAc))
+    assume("ac: full (torchtune's configs set enable_activation_checkpointing: True)");
   return r;
 }
 

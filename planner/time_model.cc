@@ -10,6 +10,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/quantization.h"
 
 namespace shardplan {
 namespace {
@@ -113,11 +114,23 @@ LayerKind MakeKind(const Ctx& x, bool moe) {
   return k;
 }
 
+// QLoRA: bitsandbytes dequantizes every frozen NF4 weight to bf16 before each matmul that
+// uses it (forward, the input-gradient GEMM in backward, and a recomputed forward): read
+// the 4-bit blocks and scales, write the bf16 copy, per layer (memory-model.md 5.1 bytes).
+double DequantSeconds(const Ctx& x) {
+  if (x.w.task != Task::kQlora || x.m.layers <= 0) return 0;
+  const ModelSpec& m = x.m;
+  const double head = static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
+  const double per_layer = (MatmulParamsPerToken(m) - head) / static_cast<double>(m.layers) / x.tp;
+  return MemSeconds(x.hw, per_layer * (QuantizedBytesPerParam(Dtype::kNf4) + 2));
+}
+
 LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const Forward& f = k.f;
-  const double fwd = f.gemm + f.attn + f.elem;
+  const double dequant = DequantSeconds(x);
+  const double fwd = f.gemm + f.attn + f.elem + dequant;
   LayerCost c;
-  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem;
+  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + dequant;
   if (rc == Rc::kFull) c.recompute = fwd;
   if (rc == Rc::kSelective) {
     c.recompute = x.op_sac ? f.sac_gemm + f.elem : f.attn;

@@ -91,10 +91,14 @@ printf 'name: card\nnodes: 1\ngpus_per_node: 1\ngpu: {name: "24 GB card", memory
 printf '{task: finetune, seq_len: 2048, global_batch: 2, optimizer: paged_adamw_8bit, optimizer_in_backward: true, compile: true}\n' > "$tmp/flow.yaml"
 check user-inputs 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2
 expect user-inputs-time "$tmp/out" "step time unknown: the GPU '24 GB card' states no compute peak"
-expect user-inputs-ac "$tmp/out" "assumed: ac: full (not stated; the least recomputation that fits)"
+expect user-inputs-ac "$tmp/out" "assumed: ac: full (torchtune's configs set enable_activation_checkpointing: True)"
 expect user-inputs-master "$tmp/out" "assumed: master_weights: none (torchtune trains in pure bf16"
 check user-inputs-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2 --json
 json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["master_weights"] and j["time"]["known"] is False and j["layout"]["framework"] == "torchtune" and j["layout"]["engine"] == "fsdp"'
+# A framework with no recomputation default of its own: the least that fits, said aloud.
+check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
+expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"
+check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1,ac=none --seq-len 8192
 printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
 check encoder-decoder 2 -- "$bin" inspect --model "$tmp/t5.json"
 expect encoder-decoder-msg "$tmp/err" "is an encoder-decoder model, which shardplan does not support"
