@@ -37,6 +37,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
       {"bloom", {250880, 64, 0, 2, 8, 0, 0, 0, true, "BloomBlock"}},
+      // transformers' config defaults for the llama-shaped families (configuration_*.py).
+      {"gemma", {256000, 3072, 24576, 28, 16, 16, 256, 8192, true, "GemmaDecoderLayer"}},
+      {"phi3", {32064, 3072, 8192, 32, 32, 0, 0, 4096, false, "Phi3DecoderLayer"}},
+      {"granite", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteDecoderLayer"}},
+      {"starcoder2", {49152, 3072, 12288, 30, 24, 2, 0, 4096, true, "Starcoder2DecoderLayer"}},
   };
   return t;
 }
@@ -52,7 +57,7 @@ const std::vector<std::string> kCommonKeys = {
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "topk_method", "num_nextn_predict_layers",
     "sliding_window", "sliding_window_pattern", "text_config", "n_embd", "n_layer", "n_head",
     "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
-    "do_layer_norm_before", "use_parallel_residual", "hidden_activation", "activation_function",
+    "do_layer_norm_before", "use_parallel_residual", "hidden_activation", "activation_function", "use_bias",
     "quantization_config"};
 
 struct Reader {
@@ -229,6 +234,13 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
     if (m.head_dim == 0) m.head_dim = m.hidden / m.heads;
   }
   if (type == "qwen2" || type == "qwen2_moe") m.qkv_bias = true;  // q, k, v biased; o not
+  if (type == "gemma") m.gelu = true;  // GeGLU (gelu_pytorch_tanh), two norms per layer
+  if (type == "starcoder2") {          // c_fc/c_proj GELU MLP and LayerNorm, biases everywhere (use_bias)
+    m.norm = NormKind::kLayer;
+    m.mlp = MlpKind::kPlain;
+    m.gelu = true;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  }
   if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") m.qk_norm = true;
   if (type == "gemma2" || type == "gemma3_text") {
     m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
@@ -489,7 +501,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     m.sliding_window_pattern = static_cast<int>(pattern);
   }
   ApplyFamily(*type, m);
-  if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" &&
+  if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" && m.model_type != "gemma" &&
       m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && !r.Has("head_dim"))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");

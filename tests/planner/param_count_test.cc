@@ -185,6 +185,25 @@ TEST(Families, Qwen2MoeDefaults) {
   EXPECT_EQ(CountParams(*m).total, 14'315'784'192);
 }
 
+// Three more llama-shaped families, each from its published config.json and its model card's
+// safetensors total: Gemma-7B (GeGLU, head_dim 256 > hidden/heads, tied) 8,537,680,896;
+// Phi-3-mini-4k (fused qkv/gate_up, same counts as separate projections) 3,821,079,552;
+// StarCoder2-3B (GELU MLP with biases, LayerNorm, GQA 24/2, tied) 3,030,371,328.
+TEST(Families, GemmaPhi3Starcoder2) {
+  auto gemma = FromJson(R"({"model_type":"gemma","head_dim":256,"hidden_size":3072,"intermediate_size":24576,
+    "num_attention_heads":16,"num_hidden_layers":28,"num_key_value_heads":16,"vocab_size":256000,"torch_dtype":"bfloat16"})");
+  ASSERT_TRUE(gemma.ok()) << gemma.status().message();
+  EXPECT_EQ(CountParams(*gemma).total, 8'537'680'896);
+  auto phi3 = FromJson(R"({"model_type":"phi3","hidden_size":3072,"intermediate_size":8192,"num_attention_heads":32,
+    "num_hidden_layers":32,"num_key_value_heads":32,"vocab_size":32064,"tie_word_embeddings":false})");
+  ASSERT_TRUE(phi3.ok()) << phi3.status().message();
+  EXPECT_EQ(CountParams(*phi3).total, 3'821'079'552);
+  auto sc2 = FromJson(R"({"model_type":"starcoder2","hidden_size":3072,"intermediate_size":12288,"num_attention_heads":24,
+    "num_hidden_layers":30,"num_key_value_heads":2,"vocab_size":49152,"use_bias":true,"norm_epsilon":1e-05})");
+  ASSERT_TRUE(sc2.ok()) << sc2.status().message();
+  EXPECT_EQ(CountParams(*sc2).total, 3'030'371'328);
+}
+
 TEST(Dtype, AcceptsDtypeAndTorchDtype) {
   auto a = FromJson(R"({"model_type":"llama","dtype":"float16"})");
   auto b = FromJson(R"({"model_type":"llama","torch_dtype":"float32"})");
