@@ -4,14 +4,15 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 
 namespace shardplan {
 namespace {
 
-// Capacity factor for MoE token routing: dropless routers are unbounded; plan for a 10%
-// imbalance over perfectly balanced routing.
-constexpr double kMoeCapacity = 1.1;
+// Capacity factor for MoE token routing: dropless routers are unbounded; plan for the
+// busiest rank's imbalance over perfectly balanced routing.
+constexpr double kMoeCapacity = defaults::kMoeImbalance;
 
 bool HfStyle(const Layout& l) { return l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed; }
 

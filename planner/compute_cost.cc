@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "planner/framework_defaults.h"
 #include "planner/time_model.h"
 
 namespace shardplan {
@@ -153,9 +154,10 @@ void MlpGemms(const LayerShape& x, bool moe, Forward* f) {
     if (x.op_sac) f->sac_gemm += m.mlp == MlpKind::kGated ? Gemm(x.hw, lp, T, ffn, h) : down;  // w3 / fc2
     return;
   }
-  // Balanced routing: each GPU runs T*k/tp expert-tokens, over its E/ep local experts.
+  // Each GPU runs T*k/tp expert-tokens over its E/ep local experts; the busiest rank, which
+  // the others wait for, gets kMoeImbalance times the balanced share.
   const double local_experts = static_cast<double>(m.experts) / x.ep;
-  const double rows = T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
+  const double rows = defaults::kMoeImbalance * T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
   f->gemm += Gemm(x.hw, lp, rows, up * fe, h, local_experts) + Gemm(x.hw, lp, rows, h, fe, local_experts);
   if (m.shared_experts > 0) {

@@ -24,4 +24,9 @@ constexpr int64_t kVllmBatchedTokens = 8192;
 constexpr int64_t kVllmMaxSeqs = 256;
 constexpr int64_t kVllmBlockTokens = 16;
 
+// Dropless MoE routing with a load-balancing loss is never perfectly balanced: the busiest
+// expert-parallel rank, which paces the step and sets the peak, receives about this share
+// over a balanced one (memory and time use the same figure).
+constexpr double kMoeImbalance = 1.1;
+
 }  // namespace shardplan::defaults

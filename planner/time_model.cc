@@ -10,6 +10,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/framework_defaults.h"
 #include "planner/quantization.h"
 
 namespace shardplan {
@@ -108,7 +109,7 @@ LayerKind MakeKind(const Ctx& x, bool moe) {
     k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, NeighborTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
   if (moe && x.ep > 1) {  // token dispatch or combine
-    const double bytes = x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
+    const double bytes = defaults::kMoeImbalance * x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
     k.ep_one = CollectiveSeconds(Collective::kAllToAll, bytes, x.ep, GroupTier(x.c, SpanOf(x.l, GroupKind::kEp)));
   }
   return k;
