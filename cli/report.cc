@@ -48,14 +48,16 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"global_batch", p.workload.global_batch}, {"precision", DtypeName(p.workload.precision)},
                    {"optimizer", OptimizerName(p.workload.optimizer)}};
   j["layout"] = LayoutJson(p.layout);
+  std::vector<std::string> assumed = p.cluster.assumed;
+  assumed.insert(assumed.end(), p.assumed.begin(), p.assumed.end());
   if (p.workload.training()) {
-    std::vector<std::string> assumed = p.assumed;
     const TrainingRecipe r = ResolveRecipe(p.model, p.workload, p.layout, &assumed);
     j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
                    {"assumed", assumed}};
   }
+  j["assumed"] = assumed;  // every default the answer took, cluster and layout included
   j["memory"] = MemoryJson(p.memory);
   nlohmann::json time_terms = nlohmann::json::object();
   for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
@@ -75,11 +77,10 @@ std::string EstimateText(const Plan& p) {
   const StageMemory& s = e.fullest();
   std::string out = p.model.name + " on " + std::to_string(p.cluster.world_size()) + " x " + p.cluster.gpu.name +
                     ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n";
-  if (p.workload.training()) {
-    std::vector<std::string> assumed = p.assumed;
-    ResolveRecipe(p.model, p.workload, p.layout, &assumed);
-    for (const std::string& a : assumed) out += "assumed: " + a + "\n";
-  }
+  std::vector<std::string> assumed = p.cluster.assumed;
+  assumed.insert(assumed.end(), p.assumed.begin(), p.assumed.end());
+  if (p.workload.training()) ResolveRecipe(p.model, p.workload, p.layout, &assumed);
+  for (const std::string& a : assumed) out += "assumed: " + a + "\n";
   out += "\n";
   Table t({"term (stage " + std::to_string(s.stage) + ", " + std::to_string(s.layers) + " layers)", "GiB", "live", "pool"});
   for (const MemoryTerm& term : s.terms) {

@@ -49,8 +49,12 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   YAML::Node gpu = root["gpu"];
   if (!gpu.IsDefined()) return doc.ErrorAt(root, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
   if (gpu.IsScalar()) {
-    auto g = CatalogGpu(gpu.Scalar());
+    std::string note;
+    auto key = ResolveGpuName(gpu.Scalar(), &note);
+    if (!key.ok()) return doc.ErrorAt(gpu, "gpu: " + key.status().message());
+    auto g = CatalogGpu(*key);
     if (!g.ok()) return doc.ErrorAt(gpu, "gpu: " + g.status().message());
+    if (!note.empty()) c.assumed.push_back(note);
     c.gpu = *g;
   } else {
     SP_ASSIGN_OR_RETURN(c.gpu, ParseGpu(doc, gpu, "custom", true));

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardplan {
 
@@ -39,6 +40,7 @@ struct ClusterSpec {
   double pcie_bandwidth = 0;         // bytes/s host<->GPU per GPU, one direction
   int64_t nvme_bytes = 0;            // per node; 0 = none
   double nvme_bandwidth = 0;         // bytes/s per node
+  std::vector<std::string> assumed;  // how the reader read what the file left loose ("H100" -> h100-sxm-80gb)
 
   int world_size() const { return nodes * gpus_per_node; }
   // Bandwidth per GPU across nodes: the node's NICs shared by its GPUs.

@@ -1,5 +1,8 @@
 #include "topology/gpu_catalog.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "configs/builtin.h"
 #include "planner/strings.h"
 
@@ -12,7 +15,89 @@ StatusOr<Document> CatalogDocument() {
   return Status::Internal("the built-in GPU catalog (configs/gpus.yaml) is missing from this build");
 }
 
+// A name's parts, lowercase: split at anything but letters and digits, "rtx4090" split
+// before its number, SXM generations and vendor words dropped ("sxm4" is "sxm").
+std::vector<std::string> NameTokens(std::string_view name) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    if (cur.empty()) return;
+    if (cur.rfind("sxm", 0) == 0) cur = "sxm";
+    for (const char* prefix : {"rtx", "gtx"})
+      if (cur.rfind(prefix, 0) == 0 && cur.size() > 3 && std::isdigit(static_cast<unsigned char>(cur[3]))) {
+        out.emplace_back(prefix);
+        cur = cur.substr(3);
+      }
+    if (cur != "nvidia" && cur != "tesla" && cur != "geforce" && cur.rfind("hbm", 0) != 0) out.push_back(cur);
+    cur.clear();
+  };
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else flush();
+  }
+  flush();
+  return out;
+}
+
 }  // namespace
+
+StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note) {
+  SP_ASSIGN_OR_RETURN(Document doc, CatalogDocument());
+  const YAML::Node gpus = doc.root()["gpus"];
+  if (gpus[name].IsDefined()) return name;
+  const std::vector<std::string> want = NameTokens(name);
+  if (want.empty()) return Status::BadInput("empty GPU name");
+  struct Match {
+    std::string key;
+    int64_t memory;
+  };
+  // The name nvidia-smi prints names one entry exactly.
+  for (const auto& kv : gpus) {
+    const YAML::Node display = kv.second["display_name"];
+    if (display.IsScalar() && NameTokens(display.Scalar()) == want) {
+      if (note) *note = "gpu: '" + name + "' is the catalog's " + kv.first.Scalar();
+      return kv.first.Scalar();
+    }
+  }
+  std::vector<Match> matches;
+  for (const auto& kv : gpus) {
+    const std::string key = kv.first.Scalar();
+    std::vector<std::string> have = NameTokens(key);
+    const YAML::Node display = kv.second["display_name"];
+    if (display.IsScalar())
+      for (std::string& t : NameTokens(display.Scalar())) have.push_back(std::move(t));
+    bool all = true;
+    for (const std::string& t : want) all = all && std::find(have.begin(), have.end(), t) != have.end();
+    if (!all) continue;
+    auto g = ParseGpu(doc, kv.second, key, false);
+    matches.push_back({key, g.ok() ? g->memory_bytes : 0});
+  }
+  if (matches.size() == 1) {
+    if (note) *note = "gpu: '" + name + "' is the catalog's " + matches[0].key;
+    return matches[0].key;
+  }
+  if (matches.size() > 1) {
+    std::vector<std::string> keys;
+    bool one_size = true;
+    for (const Match& m : matches) {
+      keys.push_back(m.key);
+      one_size = one_size && m.memory == matches[0].memory;
+    }
+    std::vector<std::string> sxm;
+    for (const std::string& k : keys)
+      if (k.find("-sxm-") != std::string::npos) sxm.push_back(k);
+    if (one_size && sxm.size() == 1) {
+      if (note) *note = "gpu: '" + name + "' read as " + sxm[0] + " (the SXM part; name " + Join(keys, " or ") + " to choose)";
+      return sxm[0];
+    }
+    return Status::BadInput("GPU '" + name + "' matches " + Join(keys, " and ") + "; name one (they differ in " +
+                            (one_size ? "form factor" : "memory") + ")");
+  }
+  std::vector<std::string> names = CatalogGpuNames();
+  std::string hint = Suggest(name, names);
+  return Status::BadInput("unknown GPU '" + name + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
+                          " (catalog: " + Join(names) + "; or give a mapping with its memory)");
+}
 
 StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const std::string& name, bool inline_spec) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "gpu"));
@@ -55,14 +140,8 @@ StatusOr<GpuSpec> CatalogGpu(const std::string& name) {
   SP_ASSIGN_OR_RETURN(Document doc, CatalogDocument());
   YAML::Node gpus = doc.root()["gpus"];
   SP_RETURN_IF_ERROR(doc.ExpectMap(gpus, "gpus"));
-  YAML::Node entry = gpus[name];
-  if (!entry.IsDefined()) {
-    std::vector<std::string> names = CatalogGpuNames();
-    std::string hint = Suggest(name, names);
-    return Status::BadInput("unknown GPU '" + name + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
-                            " (catalog: " + Join(names) + ")");
-  }
-  return ParseGpu(doc, entry, name, false);
+  SP_ASSIGN_OR_RETURN(std::string key, ResolveGpuName(name, nullptr));
+  return ParseGpu(doc, gpus[key], key, false);
 }
 
 std::vector<std::string> CatalogGpuNames() {

@@ -14,6 +14,11 @@ namespace shardplan {
 StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const std::string& name, bool inline_spec);
 // Looks `name` up in the built-in catalog.
 StatusOr<GpuSpec> CatalogGpu(const std::string& name);
+// The catalog key for a name as people write it: the key itself, the name nvidia-smi prints
+// ("NVIDIA H100 80GB HBM3"), or its parts in any order and case ("H100", "A100-SXM4-80GB",
+// "rtx4090"). Several matches of one memory size resolve to the SXM part and `note` says so;
+// several sizes are an error that lists them.
+StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note);
 std::vector<std::string> CatalogGpuNames();
 
 }  // namespace shardplan

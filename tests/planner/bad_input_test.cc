@@ -164,6 +164,32 @@ TEST(ModelRejects, EncoderDecoderIsNotSupported) {
   }
 }
 
+// GPUs as people name them: the catalog key, what nvidia-smi prints, or its parts. One memory
+// size among several form factors reads as the SXM part, said as an assumption; several
+// sizes are an error that names them.
+TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
+  struct Case {
+    const char* written;
+    const char* key;
+  };
+  for (const Case& c : {Case{"H100", "h100-sxm-80gb"}, Case{"NVIDIA H100 80GB HBM3", "h100-sxm-80gb"},
+                        Case{"NVIDIA H100 PCIe", "h100-pcie-80gb"}, Case{"A100-SXM4-80GB", "a100-sxm-80gb"},
+                        Case{"a100 40gb", "a100-sxm-40gb"}, Case{"rtx4090", "rtx-4090-24gb"}, Case{"RTX A6000", "rtx-a6000-48gb"},
+                        Case{"Tesla V100-SXM2-32GB", "v100-sxm-32gb"}}) {
+    auto doc = Document::Parse("c.yaml", std::string("gpus_per_node: 1\ngpu: ") + c.written + "\n");
+    ASSERT_TRUE(doc.ok());
+    auto cl = ParseCluster(*doc);
+    ASSERT_TRUE(cl.ok()) << c.written << ": " << cl.status().message();
+    EXPECT_EQ(cl->gpu.name, c.key) << c.written;
+    ASSERT_EQ(cl->assumed.size(), 1u) << c.written;
+    EXPECT_NE(cl->assumed[0].find(c.key), std::string::npos) << cl->assumed[0];
+  }
+  Status s = ClusterError("gpus_per_node: 1\ngpu: A100\n");
+  EXPECT_NE(s.message().find("cluster.yaml:2:6: gpu: GPU 'A100' matches a100-sxm-40gb and a100-sxm-80gb; name one (they differ in memory)"),
+            std::string::npos)
+      << s.message();
+}
+
 // A user's own GPU may be given by its memory alone: the memory question has an answer, the
 // time is unknown (no peak), and nothing is invented for it.
 TEST(ClusterRejects, GpuGivenByMemoryAlone) {
