@@ -28,6 +28,31 @@ constexpr std::pair<const char*, AcModule> kAcModules[] = {
     {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
     {"mlp", kAcMlp},           {"moe", kAcMoe},         {"shared_experts", kAcSharedExperts}};
 
+// The names frameworks and papers give the same settings (Megatron's flags, DeepSpeed's and
+// accelerate's config keys), read as shardplan's keys.
+std::string CanonicalKey(const std::string& key) {
+  static const std::map<std::string, std::string> aliases = {
+      {"tensor_parallel", "tp"}, {"tensor_model_parallel_size", "tp"}, {"tp_size", "tp"},
+      {"pipeline_parallel", "pp"}, {"pipeline_model_parallel_size", "pp"}, {"pp_size", "pp"},
+      {"data_parallel", "dp"}, {"dp_size", "dp"}, {"context_parallel", "cp"}, {"context_parallel_size", "cp"},
+      {"cp_size", "cp"}, {"expert_parallel", "ep"}, {"expert_model_parallel_size", "ep"}, {"ep_size", "ep"},
+      {"expert_tensor_parallel_size", "etp"}, {"virtual_pipeline_model_parallel_size", "vpp"}, {"vp", "vpp"},
+      {"sequence_parallel", "sp"}, {"zero_stage", "zero"}, {"stage", "zero"}, {"micro_batch", "mbs"},
+      {"micro_batch_size", "mbs"}, {"gradient_accumulation_steps", "grad_accum"}, {"recompute", "ac"},
+      {"activation_checkpointing", "ac"}, {"gradient_checkpointing", "ac"}, {"recompute_granularity", "ac"},
+      {"recompute_modules", "ac_modules"}, {"reshard_after_forward", "reshard"}};
+  auto it = aliases.find(key);
+  return it == aliases.end() ? key : it->second;
+}
+
+// ac=true / gradient_checkpointing=true means full recomputation, false none.
+std::string CanonicalRecompute(const std::string& v) {
+  const std::string l = Lower(v);
+  if (l == "true" || l == "on" || l == "yes" || l == "1") return "full";
+  if (l == "false" || l == "off" || l == "no" || l == "0") return "none";
+  return l;
+}
+
 std::vector<std::string> KeyNames() {
   std::vector<std::string> v;
   for (const auto& k : kKeys) v.emplace_back(k.name);
@@ -277,7 +302,9 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     if (item.empty()) continue;
     size_t eq = item.find('=');
     if (eq == std::string::npos) return Status::BadInput("--layout: expected key=value, got \"" + item + "\"");
-    std::string key = Trim(item.substr(0, eq)), value = Trim(item.substr(eq + 1));
+    std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
+    key = CanonicalKey(key);
+    if (key == "ac") value = CanonicalRecompute(value);
     const KeyInfo* info = nullptr;
     for (const auto& k : kKeys)
       if (key == k.name) info = &k;

@@ -142,6 +142,19 @@ TEST(Layout, SequenceParallelFollowsTheFramework) {
   EXPECT_FALSE(f.Resolve("framework=fsdp,tp=2")->sp);
 }
 
+// Settings by the names frameworks give them read as the layout's own keys.
+TEST(Layout, KeyAliases) {
+  auto l = ParseLayout("framework=megatron,tensor_model_parallel_size=4,pipeline_model_parallel_size=2,"
+                       "micro_batch_size=2,gradient_checkpointing=true,Zero_Stage=1");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->tp, 4);
+  EXPECT_EQ(l->pp, 2);
+  EXPECT_EQ(l->mbs, 2);
+  EXPECT_EQ(l->ac, Recompute::kFull);
+  EXPECT_EQ(l->zero, 1);
+  EXPECT_EQ(ParseLayout("ac=off")->ac, Recompute::kNone);
+}
+
 // Megatron's --recompute-modules, '/'-separated inside the comma-separated layout.
 TEST(Layout, RecomputeModules) {
   auto l = ParseLayout("framework=megatron,ac=selective,ac_modules=moe_act/layernorm");
