@@ -18,6 +18,9 @@ std::vector<Allocation> AllocationsFromTerms(const std::vector<MemoryTerm>& term
   std::vector<Allocation> out;
   for (const MemoryTerm& t : terms) {
     if (t.bytes <= 0) continue;
+    // Paged optimizer states and offloaded activations live in host memory: nothing to
+    // allocate on the device.
+    if (t.pool == Pool::kPaged || t.pool == Pool::kHost) continue;
     // A term of more tensors than bytes cannot be split into non-empty pieces.
     const int64_t count = std::clamp<int64_t>(t.tensors, 1, t.bytes);
     const int64_t base = t.bytes / count;

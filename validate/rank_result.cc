@@ -23,7 +23,7 @@ static StatusOr<CollectiveKind> ParseKind(std::string_view name) {
 }
 
 static json TermJson(const TermResult& t) {
-  return {{"name", t.name}, {"pool", t.pool == Pool::kTorch ? "torch" : "non-torch"},
+  return {{"name", t.name}, {"pool", PoolName(t.pool)},
           {"planned_bytes", t.planned_bytes}, {"allocated_bytes", t.allocated_bytes},
           {"measured_by_runtime", t.measured_by_runtime}};
 }

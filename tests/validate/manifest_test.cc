@@ -61,6 +61,18 @@ CollectiveStep Step(std::string group, CollectiveKind kind, int64_t size, Phase 
   return c;
 }
 
+// Paged optimizer states and offloaded activations sit in host memory: the rehearsal
+// allocates nothing for them on the device.
+TEST(ManifestTest, HostSideTermsAreNotAllocated) {
+  const std::vector<Allocation> a = AllocationsFromTerms({
+      Term("parameters", 2000, 1, kSetup, kStep),
+      Term("optimizer_states", 4000, 1, kSetup, kStep, Pool::kPaged),
+      Term("activations_offloaded", 9000, 1, kForward, kBackward, Pool::kHost),
+  });
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].term, "parameters");
+}
+
 TEST(ManifestTest, BuffersComeFromTermsThatWouldHoldThem) {
   const std::vector<Allocation> a = AllocationsFromTerms({
       Term("activations", 1000, 1, kForward, kBackward),       // 0
