@@ -35,7 +35,7 @@ std::string Compact(const Layout& l, bool inference) {
     add("batch=" + std::to_string(l.batch));
     return s;
   }
-  add(std::string(FrameworkName(l.framework)));
+  add(std::string(FrameworkName(l)));
   add("dp=" + std::to_string(l.dp));
   if (l.tp > 1) add("tp=" + std::to_string(l.tp) + (l.sp ? "+sp" : ""));
   if (l.pp > 1) add("pp=" + std::to_string(l.pp) + (l.vpp > 1 ? "x" + std::to_string(l.vpp) : ""));

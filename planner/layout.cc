@@ -401,6 +401,11 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
         return Rule("global batch (" + Num(w.global_batch) + ") must be a multiple of mbs x dp (" + Num(per_step) + ")");
       l.grad_accum = static_cast<int>(w.global_batch / per_step);
     }
+    // Stepping each parameter in its gradient hook leaves nothing to accumulate into
+    // (torchtune raises for gradient_accumulation_steps > 1 with optimizer_in_bwd).
+    if (w.optimizer_in_backward == Setting::kOn && l.grad_accum > 1)
+      return Rule("optimizer_in_backward steps every micro-batch: grad_accum must be 1 (global batch " + Num(w.global_batch) +
+                  " = mbs x dp, got grad_accum " + Num(l.grad_accum) + ")");
   }
   return l;
 }

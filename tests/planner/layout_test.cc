@@ -142,6 +142,19 @@ TEST(Layout, SequenceParallelFollowsTheFramework) {
   EXPECT_FALSE(f.Resolve("framework=fsdp,tp=2")->sp);
 }
 
+// The optimizer stepped in backward has no gradient buffer to accumulate micro-batches into.
+TEST(Layout, OptimizerInBackwardNeedsOneMicroBatchPerStep) {
+  Fixture f("llama-3.1-8b", "dgx-h100", 1);
+  f.w.global_batch = 16;
+  f.w.optimizer_in_backward = Setting::kOn;
+  EXPECT_TRUE(f.Resolve("framework=torchtune,mbs=2").ok());
+  auto l = f.Resolve("framework=torchtune,mbs=1");
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("optimizer_in_backward steps every micro-batch: grad_accum must be 1"),
+            std::string::npos)
+      << l.status().message();
+}
+
 // Settings by the names frameworks give them read as the layout's own keys.
 TEST(Layout, KeyAliases) {
   auto l = ParseLayout("framework=megatron,tensor_model_parallel_size=4,pipeline_model_parallel_size=2,"
