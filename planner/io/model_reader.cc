@@ -33,6 +33,7 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"gemma2", {256000, 2304, 9216, 26, 8, 4, 256, 8192, true, "Gemma2DecoderLayer"}},
       {"gemma3_text", {262208, 2304, 9216, 26, 8, 4, 256, 131072, true, "Gemma3DecoderLayer"}},
       {"deepseek_v3", {129280, 7168, 18432, 61, 128, 128, 0, 4096, false, "DeepseekV3DecoderLayer"}},
+      {"deepseek_v2", {102400, 4096, 11008, 30, 32, 32, 0, 2048, false, "DeepseekV2DecoderLayer"}},
       {"gpt2", {50257, 768, 0, 12, 12, 0, 0, 1024, true, "GPT2Block"}},
       {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
@@ -151,13 +152,16 @@ Status ReadQwenMoe(const Reader& r, ModelSpec& m, int64_t experts, int64_t topk,
   return Status::Ok();
 }
 
-Status ReadDeepseek(const Reader& r, ModelSpec& m) {
+// DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
+// (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
+// routing without a correction bias, the first layer dense).
+Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   m.attention = AttentionKind::kMla;
   m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
-  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", 256, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", 1, 0, 1 << 10));
-  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 2048, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", v2 ? 160 : 256, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", v2 ? 2 : 1, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", v2 ? 6 : 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", v2 ? 1407 : 2048, 1, kMaxDim));
   m.shared_intermediate = m.expert_intermediate;
   SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 1536, 0, kMaxDim));
   if (r.node["q_lora_rank"].IsDefined() && r.node["q_lora_rank"].IsNull()) m.q_lora_rank = 0;  // None: q from h
@@ -165,9 +169,9 @@ Status ReadDeepseek(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 128, 0, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.qk_rope_head_dim, r.Int("qk_rope_head_dim", 64, 0, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", 3, 0, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", v2 ? 1 : 3, 0, kMaxLayers));
   SP_ASSIGN_OR_RETURN(int64_t freq, r.Int("moe_layer_freq", 1, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(std::string topk_method, r.Str("topk_method", "noaux_tc"));
+  SP_ASSIGN_OR_RETURN(std::string topk_method, r.Str("topk_method", v2 ? "greedy" : "noaux_tc"));
   SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
   m.router_bias = topk_method == "noaux_tc";  // e_score_correction_bias
   m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
@@ -493,8 +497,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("shared_expert_intermediate_size", 5632, 1, kMaxDim));
   } else if (*type == "qwen3_moe") {
     SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 128, 8, 768));
-  } else if (*type == "deepseek_v3") {
-    SP_RETURN_IF_ERROR(ReadDeepseek(r, m));
+  } else if (*type == "deepseek_v3" || *type == "deepseek_v2") {
+    SP_RETURN_IF_ERROR(ReadDeepseek(r, m, *type == "deepseek_v2"));
   }
   if (*type == "gemma3_text") {
     SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));

@@ -204,6 +204,19 @@ TEST(Families, GemmaPhi3Starcoder2) {
   EXPECT_EQ(CountParams(*sc2).total, 3'030'371'328);
 }
 
+// DeepSeek-V2-Lite (MLA without q compression, 64 routed + 2 shared experts of 1408, top-6,
+// the first layer dense): 15,706,484,224 on its model card.
+TEST(Families, DeepseekV2Lite) {
+  auto m = FromJson(R"({"model_type":"deepseek_v2","first_k_dense_replace":1,"hidden_size":2048,"intermediate_size":10944,
+    "kv_lora_rank":512,"moe_intermediate_size":1408,"moe_layer_freq":1,"n_routed_experts":64,"n_shared_experts":2,
+    "num_attention_heads":16,"num_experts_per_tok":6,"num_hidden_layers":27,"num_key_value_heads":16,"q_lora_rank":null,
+    "qk_nope_head_dim":128,"qk_rope_head_dim":64,"topk_method":"greedy","v_head_dim":128,"vocab_size":102400,
+    "tie_word_embeddings":false})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 15'706'484'224);
+  EXPECT_EQ(m->attention, AttentionKind::kMla);
+}
+
 TEST(Dtype, AcceptsDtypeAndTorchDtype) {
   auto a = FromJson(R"({"model_type":"llama","dtype":"float16"})");
   auto b = FromJson(R"({"model_type":"llama","torch_dtype":"float32"})");
