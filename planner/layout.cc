@@ -347,7 +347,13 @@ std::vector<int> StageLayers(const ModelSpec& m, const Layout& l) {
   return out;
 }
 
+Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c) {
+  const bool fine_tune = w.task == Task::kFinetune || w.lora_like();
+  return framework == Framework::kFsdp && fine_tune && c.world_size() == 1 ? Stack::kHf : Stack::kNative;
+}
+
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
+  if (!(l.fixed & kKeyFramework)) l.stack = DefaultStack(l.framework, w, c);
   SP_RETURN_IF_ERROR(CheckHeads(m, l));
   const int world = c.world_size();
   const int model_parallel = l.tp * l.pp * l.cp;

@@ -109,6 +109,11 @@ StatusOr<Layout> ParseLayout(std::string_view text);
 // Writes every key back as `key=value,...` (round-trips through ParseLayout).
 std::string FormatLayout(const Layout& l);
 
+// The stack a run on `framework` uses when the user names no framework: a fine-tune on one
+// GPU is an HF Trainer / PEFT / TRL run (the weights stay in the checkpoint's dtype);
+// everything else is the engine itself.
+Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c);
+
 // Fills derived keys (dp from the world size, grad_accum from the global batch, stages) and
 // checks the rules of the layout's framework; the error names the rule that broke.
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l);

@@ -40,6 +40,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     if (assumed) assumed->push_back(note);
   };
   const bool low = w.precision != Dtype::kFp32;
+  if (!(l.fixed & kKeyFramework) && l.stack == Stack::kHf)
+    assume("framework: hf (a fine-tune on one GPU with no framework named: HF Trainer's defaults)");
 
   if (!low) {
     r.master_weights = false;  // everything is fp32 already

@@ -106,6 +106,7 @@ void SearchSpace::AddTraining(Framework f, std::vector<Layout>& out) const {
                   if ((fx.fixed & kKeyOffloadParams) && off.params != fx.offload_params) continue;
                   Layout l = fx;
                   l.framework = f;
+                  if (!(fx.fixed & kKeyFramework)) l.stack = DefaultStack(f, w_, c_);
                   l.tp = tp, l.cp = cp, l.pp = pp, l.dp = dp, l.vpp = vpp, l.ep = ep, l.zero = zero;
                   l.shard_group = sg;
                   l.sp = tp > 1 && (f == Framework::kMegatron || f == Framework::kTorchtitan);

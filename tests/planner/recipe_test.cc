@@ -141,6 +141,29 @@ TEST(Recipe, HfFollowsTheCheckpointDtype) {
   EXPECT_TRUE(ResolveRecipe(m, w, *l).master_weights);
 }
 
+// No framework named, one GPU, a fine-tune: that is an HF Trainer run, and says so; several
+// GPUs or pretraining keep the engine's own defaults.
+TEST(Recipe, OneGpuFineTuneDefaultsToHf) {
+  const ModelSpec m = Model(kLlama32_3b);
+  const int64_t n = CountParams(m).total;
+  const Workload w = Recipe("task: finetune\nseq_len: 1024\nglobal_batch: 8\n");
+  const MemoryEstimate one = Estimate(m, w, OneGpu("a100-sxm-80gb"), "mbs=1");
+  EXPECT_EQ(Term(one, "parameters"), 2 * n);
+  auto l = ResolveLayout(m, w, OneGpu("a100-sxm-80gb"), *ParseLayout("mbs=1"));
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->stack, Stack::kHf);
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, w, *l, &assumed);
+  ASSERT_FALSE(assumed.empty());
+  EXPECT_NE(assumed[0].find("framework: hf (a fine-tune on one GPU"), std::string::npos) << assumed[0];
+  auto eight = LoadCluster("dgx-h100");
+  ASSERT_TRUE(eight.ok());
+  EXPECT_EQ(ResolveLayout(m, w, *eight, *ParseLayout("mbs=1"))->stack, Stack::kNative);
+  EXPECT_EQ(ResolveLayout(m, Recipe("task: pretrain\nseq_len: 1024\nglobal_batch: 8\n"), OneGpu("a100-sxm-80gb"),
+                          *ParseLayout("mbs=1"))->stack,
+            Stack::kNative);
+}
+
 // Chunked loss (torchtune CEWithChunkedOutputLoss) and fused linear cross-entropy shrink the
 // loss's transients: standard 10 B per token per logit in forward (bf16 logits, fp32 upcast,
 // saved log-softmax), chunked 2 + 4 + 4/8, fused one chunk of b*s*h/V tokens.
