@@ -17,12 +17,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench/case_reader.h"
 #include "planner/io/document.h"
 #include "planner/layout.h"
 #include "planner/memory_model.h"
+#include "planner/search.h"
 #include "planner/units.h"
 
 namespace shardplan::bench {
@@ -110,21 +112,17 @@ StatusOr<Row> Score(const PublicCase& c, const MemoryOptions& opt) {
   r.c = &c;
   SP_ASSIGN_OR_RETURN(Layout parsed, ParseLayout(c.layout));
   SP_ASSIGN_OR_RETURN(r.layout, ResolveLayout(c.model, c.workload, c.cluster, parsed));
-  r.estimate = EstimateMemory(c.model, c.workload, r.layout, c.cluster, opt);
-  // A run that ran with an unstated recomputation ran with one of them: for a fit-only case
-  // it fits when any mode fits (printed under `assumed`).
-  if (c.metric == Metric::kNone && c.fits && *c.fits && c.recompute_unstated && !r.estimate.gpu_fits) {
-    for (Recompute ac : {Recompute::kSelective, Recompute::kFull}) {
-      Layout l = r.layout;
-      l.ac = ac;
-      MemoryEstimate e = EstimateMemory(c.model, c.workload, l, c.cluster, opt);
-      if (!e.gpu_fits) continue;
-      r.layout = l;
-      r.estimate = std::move(e);
-      r.recompute_note = "recompute not stated: " + std::string(RecomputeName(ac)) + " is the first mode that fits";
-      break;
-    }
+  // What the case leaves unstated about recomputation is settled as `shardplan estimate`
+  // settles it for a user (the least that fits), whatever the run's outcome.
+  std::string note;
+  if (c.recompute_unstated) {
+    Layout open = r.layout;
+    open.fixed &= ~static_cast<uint32_t>(kKeyAc);
+    std::tie(r.layout, r.estimate) = LeastRecomputationThatFits(c.model, c.workload, open, c.cluster, opt, &note);
+  } else {
+    r.estimate = EstimateMemory(c.model, c.workload, r.layout, c.cluster, opt);
   }
+  r.recompute_note = note;
   const std::vector<StageMemory>& stages = r.estimate.stages;
   r.peak_stage = r.estimate.fullest_stage_index;
   for (size_t i = 0; i < stages.size(); ++i)  // the fullest rank for the source's metric (max across ranks)

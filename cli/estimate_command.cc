@@ -1,10 +1,12 @@
 // `shardplan estimate`: one layout's memory by term (and time), from flags or a plan.yaml.
 #include <iostream>
+#include <tuple>
 
 #include "cli/command.h"
 #include "cli/inputs.h"
 #include "cli/report.h"
 #include "planner/io/plan_file.h"
+#include "planner/search.h"
 
 namespace shardplan::cli {
 namespace {
@@ -13,30 +15,6 @@ struct EstimateFlags {
   InputFlags in;
   std::string plan;
 };
-
-// With `ac` left open on a framework without a default of its own, a run recomputes as
-// little as it must: the first of none, selective
-// and full that fits, as a user turns recomputation on until the step fits (and as NeMo and
-// Megatron-Bridge recipes do per model). The choice is stated with the answer.
-void ChooseRecomputation(Plan& p) {
-  // torchtune and Unsloth state their own default (planner/recipe.cc); native frameworks don't.
-  if (!p.workload.training() || (p.layout.fixed & kKeyAc) || p.layout.stack != Stack::kNative) return;
-  for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    Layout l = p.layout;
-    l.ac = ac;
-    MemoryEstimate e = EstimateMemory(p.model, p.workload, l, p.cluster, p.memory_options);
-    if (e.fits || ac == Recompute::kFull) {
-      const bool changed = ac != p.layout.ac;
-      p.layout = l;
-      p.memory = std::move(e);
-      if (changed || ac != Recompute::kNone)
-        p.assumed.push_back("ac: " + std::string(RecomputeName(ac)) +
-                            (p.memory.fits ? " (not stated; the least recomputation that fits)"
-                                           : " (not stated; even full recomputation does not fit)"));
-      return;
-    }
-  }
-}
 
 int Run(const EstimateFlags& f) {
   Plan p;
@@ -50,8 +28,10 @@ int Run(const EstimateFlags& f) {
     auto layout = ResolveLayout(in->model, in->workload, in->cluster, in->layout);
     if (!layout.ok()) return Fail(layout.status());
     p = MakePlan(f.in, *in, *layout);
-    p.memory = EstimateMemory(p.model, p.workload, p.layout, p.cluster, p.memory_options);
-    ChooseRecomputation(p);
+    std::string note;
+    std::tie(p.layout, p.memory) =
+        LeastRecomputationThatFits(p.model, p.workload, p.layout, p.cluster, p.memory_options, &note);
+    if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
   }
   if (f.in.json) std::cout << PlanJson(p).dump(2) << "\n";

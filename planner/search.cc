@@ -185,4 +185,22 @@ SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c,
   return r;
 }
 
+std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m, const Workload& w, const Layout& l,
+                                                            const ClusterSpec& c, const MemoryOptions& opt,
+                                                            std::string* note) {
+  if (note) note->clear();
+  if (!w.training() || (l.fixed & kKeyAc) || l.stack != Stack::kNative) return {l, EstimateMemory(m, w, l, c, opt)};
+  for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    Layout tried = l;
+    tried.ac = ac;
+    MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
+    if (!e.fits && ac != Recompute::kFull) continue;
+    if (note && (ac != l.ac || ac != Recompute::kNone))
+      *note = "ac: " + std::string(RecomputeName(ac)) +
+              (e.fits ? " (not stated; the least recomputation that fits)" : " (not stated; even full recomputation does not fit)");
+    return {tried, std::move(e)};
+  }
+  return {l, EstimateMemory(m, w, l, c, opt)};  // not reached: kFull always returns
+}
+
 }  // namespace shardplan

@@ -66,4 +66,12 @@ SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c,
 // The one-line reason shown beside a plan ("TP=8 keeps its all-reduce on NVLink; ...").
 std::string ExplainPlan(const ModelSpec& m, const ClusterSpec& c, const Candidate& plan, const Candidate* best);
 
+// With `ac` left open on a framework that has no default of its own (Stack::kNative), a run
+// recomputes as little as it must: the first of none, selective and full that fits, as a
+// user turns recomputation on until the step fits. Returns the layout with its estimate;
+// `note` (may be null) says what was chosen, empty when the layout was left as it was.
+std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m, const Workload& w, const Layout& l,
+                                                            const ClusterSpec& c, const MemoryOptions& opt,
+                                                            std::string* note);
+
 }  // namespace shardplan
