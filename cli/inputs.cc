@@ -49,6 +49,10 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (!f.task.empty() && !ParseTask(f.task, &w.task))
     return Status::BadInput("--task: expected pretrain, finetune, lora, qlora or inference, got \"" + f.task + "\"");
   if (f.seq_len < 0 || f.global_batch < 0) return Status::BadInput("--seq-len and --global-batch must be positive");
+  // The same bounds as the workload file's keys (planner/io/workload_reader.cc).
+  if (f.seq_len > (int64_t{1} << 26)) return Status::BadInput("--seq-len: expected at most 67108864 tokens, got " + std::to_string(f.seq_len));
+  if (f.global_batch > (int64_t{1} << 30))
+    return Status::BadInput("--global-batch: expected at most 1073741824 sequences, got " + std::to_string(f.global_batch));
   if (f.seq_len > 0) w.seq_len = f.seq_len;
   if (f.global_batch > 0) w.global_batch = f.global_batch;
   if (!f.precision.empty()) {
@@ -56,7 +60,7 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
     if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32 or fp8, got \"" + f.precision + "\"");
     w.precision = *d;
   }
-  if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer))
+  if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer))
     return Status::BadInput("--optimizer: unknown optimizer \"" + f.optimizer + "\"");
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
   auto headroom = ParseBytes(f.headroom);

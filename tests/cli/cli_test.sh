@@ -99,6 +99,8 @@ json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["mas
 check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
 expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"
 check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1,ac=none --seq-len 8192
+check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
+expect seq-too-long-msg "$tmp/err" "--seq-len: expected at most 67108864 tokens"
 printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
 check encoder-decoder 2 -- "$bin" inspect --model "$tmp/t5.json"
 expect encoder-decoder-msg "$tmp/err" "is an encoder-decoder model, which shardplan does not support"
