@@ -6,7 +6,7 @@ namespace shardplan {
 namespace {
 
 int64_t NormParams(const ModelSpec& m, int64_t width) {
-  return m.norm == NormKind::kLayer ? 2 * width : width;  // LayerNorm has weight and bias
+  return m.norm == NormKind::kLayer && m.norm_bias ? 2 * width : width;  // LayerNorm has weight and bias
 }
 
 int64_t MlpParams(const ModelSpec& m, int64_t inner, bool bias) {

@@ -57,6 +57,7 @@ struct ModelSpec {
   PositionKind position = PositionKind::kRotary;
   int norms_per_layer = 2;          // Gemma2/3: 4
   bool final_norm = true;
+  bool norm_bias = true;            // LayerNorm keeps its bias (MPT removes it)
   bool embedding_norm = false;      // BLOOM: LayerNorm right after the embedding
   bool tied_embeddings = false;
   bool qkv_bias = false;            // bias on q, k, v projections

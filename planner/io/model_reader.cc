@@ -38,6 +38,7 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
       {"bloom", {250880, 64, 0, 2, 8, 0, 0, 0, true, "BloomBlock"}},
+      {"mpt", {50368, 2048, 8192, 24, 16, 0, 0, 2048, true, "MptBlock"}},
       // transformers' config defaults for the llama-shaped families (configuration_*.py).
       {"gemma", {256000, 3072, 24576, 28, 16, 16, 256, 8192, true, "GemmaDecoderLayer"}},
       {"phi3", {32064, 3072, 8192, 32, 32, 0, 0, 4096, false, "Phi3DecoderLayer"}},
@@ -58,7 +59,8 @@ const std::vector<std::string> kCommonKeys = {
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "topk_method", "num_nextn_predict_layers",
     "sliding_window", "sliding_window_pattern", "text_config", "n_embd", "n_layer", "n_head",
     "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
-    "do_layer_norm_before", "use_parallel_residual", "hidden_activation", "activation_function", "use_bias",
+    "do_layer_norm_before", "use_parallel_residual", "d_model", "n_heads", "n_layers", "expansion_ratio",
+    "max_seq_len", "no_bias", "hidden_activation", "activation_function", "use_bias",
     "quantization_config"};
 
 struct Reader {
@@ -226,14 +228,33 @@ Status ReadBloom(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
+// MosaicML MPT (transformers MptConfig / modeling_mpt.py): fused Wqkv and out_proj, an
+// up/down GELU MLP of expansion_ratio x d_model, LayerNorms whose bias is removed and no
+// Linear biases when no_bias (the default), ALiBi positions, the head tied to wte.
+Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("d_model", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_seq_len", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(int64_t ratio, r.Int("expansion_ratio", 4, 1, 64));
+  SP_ASSIGN_OR_RETURN(bool no_bias, r.Bool("no_bias", true));
+  m.intermediate = ratio * m.hidden;
+  m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;
+  m.norm_bias = !no_bias;
+  m.tied_embeddings = true;  // MptForCausalLM ties lm_head to transformer.wte
+  m.position = PositionKind::kAlibi;
+  return Status::Ok();
+}
+
 // Family traits that are not config keys.
 void ApplyFamily(const std::string& type, ModelSpec& m) {
-  const bool gpt_style = type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom";
+  const bool gpt_style = type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom" || type == "mpt";
   if (gpt_style) {
     m.norm = NormKind::kLayer;
     m.mlp = MlpKind::kPlain;
     m.gelu = type != "opt";  // OPT uses ReLU
-    if (type != "opt") m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    if (type != "opt" && type != "mpt") m.qkv_bias = m.o_bias = m.mlp_bias = true;
     m.kv_heads = m.heads;
     if (m.head_dim == 0) m.head_dim = m.hidden / m.heads;
   }
@@ -480,6 +501,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadOpt(r, d, m));
   } else if (*type == "bloom") {
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
+  } else if (*type == "mpt") {
+    SP_RETURN_IF_ERROR(ReadMpt(r, d, m));
   } else {
     SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
   }

@@ -119,6 +119,14 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("hidden_size", m.hidden);
     o.Key("n_layer", m.layers);
     o.Key("n_head", m.heads);
+  } else if (t == "mpt") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("d_model", m.hidden);
+    o.Key("n_layers", m.layers);
+    o.Key("n_heads", m.heads);
+    o.Key("max_seq_len", m.max_positions);
+    o.Key("expansion_ratio", m.intermediate / m.hidden);
+    o.Bool("no_bias", !m.norm_bias);
   } else {
     Common(o, m);
   }

@@ -138,6 +138,27 @@ TEST(Families, Bloom560m) {
   EXPECT_EQ(CountParams(*m).total, 559'214'592);
 }
 
+// MPT-7B (mosaicml/mpt-7b config.json): d_model 4096, 32 layers, expansion_ratio 4, vocab
+// 50432, no_bias. Per layer Wqkv 3d^2 + out_proj d^2 + up/down 8d^2 and two bias-free
+// LayerNorms (2d); wte tied to the head; norm_f (d): 6,649,286,656, the checkpoint's count
+// ("6.7B" on the model card).
+TEST(Families, Mpt7b) {
+  auto m = FromJson(R"({"model_type":"mpt","d_model":4096,"n_heads":32,"n_layers":32,"expansion_ratio":4,
+    "max_seq_len":2048,"vocab_size":50432,"no_bias":true,"attn_config":{"alibi":true}})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 6'649'286'656);
+  EXPECT_TRUE(m->tied_embeddings);
+  auto doc = Document::Parse("mpt.yaml", ModelToYaml(*m, 0));  // the plan file's model section
+  ASSERT_TRUE(doc.ok());
+  auto back = ParseModel(*doc, "mpt");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(CountParams(*back).total, 6'649'286'656);
+  auto defaults = FromJson("{\"model_type\":\"mpt\"}");  // class defaults: MptConfig()
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->hidden, 2048);
+  EXPECT_EQ(defaults->intermediate, 8192);
+}
+
 // GPT-NeoX-20B and Pythia-6.9B (ecosystem.md 4.3).
 TEST(Families, GptNeox) {
   auto neox = FromJson(R"({"model_type":"gpt_neox","hidden_size":6144,"num_hidden_layers":44,"num_attention_heads":64,
