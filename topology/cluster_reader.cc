@@ -50,14 +50,38 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   if (!gpu.IsDefined()) return doc.ErrorAt(root, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
   if (gpu.IsScalar()) {
     std::string note;
-    auto key = ResolveGpuName(gpu.Scalar(), &note);
+    int64_t stated_memory = 0;
+    auto key = ResolveGpuName(gpu.Scalar(), &note, &stated_memory);
     if (!key.ok()) return doc.ErrorAt(gpu, "gpu: " + key.status().message());
     auto g = CatalogGpu(*key);
     if (!g.ok()) return doc.ErrorAt(gpu, "gpu: " + g.status().message());
     if (!note.empty()) c.assumed.push_back(note);
     c.gpu = *g;
+    if (stated_memory > 0) {
+      c.gpu.memory_bytes = stated_memory;
+      c.gpu.display_name = gpu.Scalar();
+    }
   } else {
     SP_ASSIGN_OR_RETURN(c.gpu, ParseGpu(doc, gpu, "custom", true));
+    // A mapping that names a catalog GPU and states only its memory ({name: H100 96GB,
+    // memory: 96 GB}) takes that GPU's speeds; a name the catalog does not know leaves the
+    // time unknown.
+    if (c.gpu.bf16_flops <= 0 && c.gpu.fp16_flops <= 0 && gpu["name"].IsScalar()) {
+      std::string note;
+      int64_t ignored = 0;
+      if (auto key = ResolveGpuName(gpu["name"].Scalar(), &note, &ignored); key.ok()) {
+        if (auto g = CatalogGpu(*key); g.ok()) {
+          const GpuSpec stated = c.gpu;
+          c.gpu = *g;
+          c.gpu.name = stated.name;
+          c.gpu.display_name = stated.display_name;
+          c.gpu.memory_bytes = stated.memory_bytes;
+          if (gpu["nvlink_bandwidth"].IsDefined()) c.gpu.nvlink_bandwidth = stated.nvlink_bandwidth;
+          if (gpu["memory_bandwidth"].IsDefined()) c.gpu.memory_bandwidth = stated.memory_bandwidth;
+          c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
+        }
+      }
+    }
   }
   c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
   if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";

@@ -41,11 +41,40 @@ std::vector<std::string> NameTokens(std::string_view name) {
 
 }  // namespace
 
-StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note) {
+StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name, const std::vector<std::string>& want,
+                                    std::string* note, bool largest = false);
+
+StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note, int64_t* memory_bytes) {
   SP_ASSIGN_OR_RETURN(Document doc, CatalogDocument());
   const YAML::Node gpus = doc.root()["gpus"];
   if (gpus[name].IsDefined()) return name;
-  const std::vector<std::string> want = NameTokens(name);
+  StatusOr<std::string> key = ResolveTokens(doc, name, NameTokens(name), note);
+  if (key.ok() || memory_bytes == nullptr) return key;
+  // A size the catalog lacks ("H100 96GB", "H100 94GB NVL"): the family's figures with the
+  // memory the name states, read as GiB the way the driver reports an "80GB" A100.
+  std::vector<std::string> rest;
+  int64_t gb = 0;
+  for (const std::string& t : NameTokens(name)) {
+    if (t.size() > 2 && t.compare(t.size() - 2, 2, "gb") == 0 &&
+        std::all_of(t.begin(), t.end() - 2, [](unsigned char ch) { return std::isdigit(ch); }))
+      gb = std::stoll(t.substr(0, t.size() - 2));
+    else
+      rest.push_back(t);
+  }
+  if (gb <= 0 || gb > (1 << 20) || rest.empty()) return key;
+  std::string family_note;
+  StatusOr<std::string> family = ResolveTokens(doc, name, rest, &family_note, /*largest=*/true);
+  if (!family.ok()) return key;
+  *memory_bytes = gb << 30;
+  if (note)
+    *note = "gpu: '" + name + "' read as " + *family + " with " + std::to_string(gb) +
+            " GiB (the catalog has no such size; give a mapping with `memory:` to set it exactly)";
+  return family;
+}
+
+StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name, const std::vector<std::string>& want,
+                                    std::string* note, bool largest) {
+  const YAML::Node gpus = doc.root()["gpus"];
   if (want.empty()) return Status::BadInput("empty GPU name");
   struct Match {
     std::string key;
@@ -89,6 +118,12 @@ StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note)
     if (one_size && sxm.size() == 1) {
       if (note) *note = "gpu: '" + name + "' read as " + sxm[0] + " (the SXM part; name " + Join(keys, " or ") + " to choose)";
       return sxm[0];
+    }
+    if (largest) {  // the memory is set by the caller: any size of the family has its figures
+      const Match* best = &matches[0];
+      for (const Match& m : matches)
+        if (m.memory > best->memory) best = &m;
+      return best->key;
     }
     return Status::BadInput("GPU '" + name + "' matches " + Join(keys, " and ") + "; name one (they differ in " +
                             (one_size ? "form factor" : "memory") + ")");

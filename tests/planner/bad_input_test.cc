@@ -202,6 +202,38 @@ TEST(ClusterRejects, GpuGivenByMemoryAlone) {
   EXPECT_EQ(c->gpu.memory_bandwidth, 0);
 }
 
+// A size the catalog lacks ("H100 96GB", torchtitan's Grand Teton cards) is that family with
+// the stated memory; a mapping naming a catalog GPU by its memory takes the GPU's speeds.
+TEST(ClusterRejects, GpuOfAnUnlistedSize) {
+  auto doc = Document::Parse("c.yaml", "gpus_per_node: 8\ngpu: H100 96GB HBM2e\n");
+  ASSERT_TRUE(doc.ok());
+  auto c = ParseCluster(*doc);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->gpu.name, "h100-sxm-80gb");
+  EXPECT_EQ(c->gpu.memory_bytes, 96LL << 30);
+  EXPECT_DOUBLE_EQ(c->gpu.bf16_flops, 989.4e12);
+  ASSERT_EQ(c->assumed.size(), 1u);
+  EXPECT_NE(c->assumed[0].find("read as h100-sxm-80gb with 96 GiB"), std::string::npos) << c->assumed[0];
+  auto mapped = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: {name: H100 96GB, memory: 96 GB}\n");
+  ASSERT_TRUE(mapped.ok());
+  auto m = ParseCluster(*mapped);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->gpu.memory_bytes, 96'000'000'000LL);
+  EXPECT_GT(m->gpu.bf16_flops, 0);
+  // New catalog entries by the names sources use.
+  for (const auto& [written, key] : {std::pair{"GB200", "gb200-186gb"},
+                                     std::pair{"RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-96gb"}}) {
+    auto d = Document::Parse("c.yaml", std::string("gpus_per_node: 4\ngpu: ") + written + "\n");
+    ASSERT_TRUE(d.ok());
+    auto g = ParseCluster(*d);
+    ASSERT_TRUE(g.ok()) << written << ": " << g.status().message();
+    EXPECT_EQ(g->gpu.name, key);
+  }
+  // A size alone on an ambiguous family still names the choices.
+  EXPECT_NE(ClusterError("gpus_per_node: 1\ngpu: A100\n").message().find("matches a100-sxm-40gb and a100-sxm-80gb"),
+            std::string::npos);
+}
+
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
 TEST(Documents, FlowStyleYamlIsYaml) {
   auto doc = Document::Parse("w.yaml", "{task: lora, seq_len: 4096}\n");
