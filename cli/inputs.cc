@@ -54,7 +54,7 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (f.global_batch > (int64_t{1} << 30))
     return Status::BadInput("--global-batch: expected at most 1073741824 sequences, got " + std::to_string(f.global_batch));
   if (f.seq_len > 0) w.seq_len = f.seq_len;
-  if (f.global_batch > 0) w.global_batch = f.global_batch;
+  if (f.global_batch > 0) w.global_batch = f.global_batch, w.global_batch_stated = true;
   if (!f.precision.empty()) {
     auto d = ParseDtype(f.precision);
     if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32 or fp8, got \"" + f.precision + "\"");
@@ -78,6 +78,12 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
   p.cluster = in.cluster;
   p.workload = in.workload;
   p.layout = resolved;
+  if (p.workload.training() && !p.workload.global_batch_stated) {
+    p.workload.global_batch = static_cast<int64_t>(resolved.mbs) * resolved.dp * resolved.grad_accum;
+    p.workload.global_batch_stated = true;
+    p.assumed.push_back("global_batch: " + std::to_string(p.workload.global_batch) +
+                        " sequences (not stated: mbs x dp x grad_accum)");
+  }
   p.memory_options = in.memory;
   return p;
 }

@@ -353,6 +353,10 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
 }
 
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
+  // No framework named, but degrees FSDP alone cannot run (pipeline, expert or context
+  // parallelism): torchtitan, the FSDP stack that adds them, as Llama 3's own training did.
+  if (!(l.fixed & kKeyFramework) && l.framework == Framework::kFsdp && w.training() && (l.pp > 1 || l.ep > 1 || l.cp > 1))
+    l.framework = Framework::kTorchtitan;
   if (!(l.fixed & kKeyFramework)) l.stack = DefaultStack(l.framework, w, c);
   SP_RETURN_IF_ERROR(CheckHeads(m, l));
   const int world = c.world_size();
@@ -376,6 +380,9 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // set enable_activation_checkpointing: True.
   if ((l.stack == Stack::kUnsloth || l.stack == Stack::kTorchtune) && !(l.fixed & kKeyAc) && w.training())
     l.ac = Recompute::kFull;
+  // QLoRA through peft: prepare_model_for_kbit_training(use_gradient_checkpointing=True) is
+  // the documented first step, so the 4-bit base trains with gradient checkpointing.
+  if (l.stack == Stack::kHf && w.task == Task::kQlora && !(l.fixed & kKeyAc)) l.ac = Recompute::kFull;
   if (!w.training()) {
     // ZeRO-Inference: DeepSpeed stage 3 serving with the weights offloaded to CPU or NVMe.
     l.zero = l.offload_params != Offload::kNone ? 3 : 0;
@@ -398,7 +405,9 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   SP_RETURN_IF_ERROR(CheckModelFit(m, w, l));
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
-    if (l.fixed & kKeyGradAccum) {
+    if (!w.global_batch_stated) {
+      if (!(l.fixed & kKeyGradAccum)) l.grad_accum = 1;  // a step is what the layout runs (MakePlan records it)
+    } else if (l.fixed & kKeyGradAccum) {
       if (per_step * l.grad_accum != w.global_batch)
         return Rule("global batch (" + Num(w.global_batch) + ") must equal mbs x grad_accum x dp (" + Num(l.mbs) +
                     " x " + Num(l.grad_accum) + " x " + Num(l.dp) + ")");

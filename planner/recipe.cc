@@ -42,6 +42,10 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   const bool low = w.precision != Dtype::kFp32;
   if (!(l.fixed & kKeyFramework) && l.stack == Stack::kHf)
     assume("framework: hf (a fine-tune on one GPU with no framework named: HF Trainer's defaults)");
+  if (l.stack == Stack::kHf && w.task == Task::kQlora && !(l.fixed & kKeyAc))
+    assume("ac: full (peft's prepare_model_for_kbit_training turns gradient checkpointing on for QLoRA)");
+  if (!(l.fixed & kKeyFramework) && l.stack != Stack::kHf && l.framework == Framework::kTorchtitan)
+    assume("framework: torchtitan (not named; FSDP with the pipeline, expert or context parallelism asked for)");
 
   if (!low) {
     r.master_weights = false;  // everything is fp32 already

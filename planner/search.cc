@@ -137,8 +137,12 @@ struct Worker {
 
 }  // namespace
 
-SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
+SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpec& c, const SearchOptions& opt,
                     const CostModels& models) {
+  // The search needs a step size to split into micro-batches: an unstated global batch keeps
+  // the workload's default (256 sequences) rather than following each layout.
+  Workload w = stated;
+  w.global_batch_stated = true;
   const SearchSpace space(m, w, c, opt);
   const std::vector<Layout> groups = space.Groups();
   int threads = opt.threads > 0 ? opt.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -50,6 +50,7 @@ struct Workload {
   Task task = Task::kPretrain;
   int64_t seq_len = 4096;                    // tokens per sequence (training)
   int64_t global_batch = 256;                // sequences per optimizer step
+  bool global_batch_stated = true;           // false: the file left it out; one step is mbs x dp x grad_accum
   Dtype precision = Dtype::kBf16;            // compute / working-weight dtype
   Optimizer optimizer = Optimizer::kAdamW;
   bool paged_optimizer = false;              // bitsandbytes paged states (unified memory, evicted to host)

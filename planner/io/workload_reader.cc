@@ -115,6 +115,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
   if (seq) w.seq_len = *seq;
   if (gb) w.global_batch = *gb;
+  w.global_batch_stated = gb.has_value() || !w.training();
   SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer))

@@ -142,6 +142,39 @@ TEST(Layout, SequenceParallelFollowsTheFramework) {
   EXPECT_FALSE(f.Resolve("framework=fsdp,tp=2")->sp);
 }
 
+// With no framework named, degrees plain FSDP cannot run go to torchtitan (FSDP + TP/PP/CP/EP).
+TEST(Layout, UnnamedFrameworkWithPipelineIsTorchtitan) {
+  Fixture f("llama-3.1-70b", "dgx-h100", 4);
+  auto l = f.Resolve("tp=8,pp=2");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->framework, Framework::kTorchtitan);
+  EXPECT_EQ(f.Resolve("tp=8")->framework, Framework::kFsdp);
+  EXPECT_FALSE(f.Resolve("framework=fsdp,tp=8,pp=2").ok());  // named: its own rules hold
+}
+
+// A workload that leaves the global batch out runs what the layout runs in one step.
+TEST(Layout, UnstatedGlobalBatchIsOneStepOfTheLayout) {
+  Fixture f("llama-3.1-8b", "dgx-h100", 12);
+  f.w.global_batch_stated = false;  // the default 256 is not a multiple of 2 x 96
+  auto l = f.Resolve("framework=fsdp,mbs=2");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->grad_accum, 1);
+  EXPECT_EQ(f.Resolve("framework=fsdp,mbs=2,grad_accum=4")->grad_accum, 4);
+  f.w.global_batch_stated = true;
+  EXPECT_FALSE(f.Resolve("framework=fsdp,mbs=2").ok());
+}
+
+// QLoRA through peft turns gradient checkpointing on (prepare_model_for_kbit_training).
+TEST(Layout, PeftQloraCheckpoints) {
+  Fixture f("llama-3.1-8b", "rtx4090-pc", 1);
+  f.w.task = Task::kQlora;
+  f.w.global_batch = 1;
+  EXPECT_EQ(f.Resolve("framework=hf,mbs=1")->ac, Recompute::kFull);
+  EXPECT_EQ(f.Resolve("framework=hf,mbs=1,ac=none")->ac, Recompute::kNone);
+  f.w.task = Task::kLora;
+  EXPECT_EQ(f.Resolve("framework=hf,mbs=1")->ac, Recompute::kNone);  // HF Trainer's default
+}
+
 // The optimizer stepped in backward has no gradient buffer to accumulate micro-batches into.
 TEST(Layout, OptimizerInBackwardNeedsOneMicroBatchPerStep) {
   Fixture f("llama-3.1-8b", "dgx-h100", 1);
