@@ -163,7 +163,8 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // with flash attention holds only the LSE).
     const double sb = d.s * d.b;
     const double f = static_cast<double>(ctx.m.is_moe_layer(layer) ? 0 : ctx.m.intermediate);
-    if (ctx.l.framework == Framework::kTorchtitan) {
+    // Plain FSDP2 users get the same from torch's selective checkpoint policy (per-op SAC).
+    if (ctx.l.framework == Framework::kTorchtitan || (ctx.l.framework == Framework::kFsdp && ctx.l.stack == Stack::kNative)) {
       total = TorchtitanSelectiveBytes(ctx, layer, d, total);
     } else {
       total -= ctx.l.framework == Framework::kMegatron ? MegatronSelectiveDrop(ctx, layer, d) : 2 * sb * f / d.t + norms;

@@ -170,6 +170,23 @@ TEST(Offload, DeepSpeedCpuOptimizer) {
   EXPECT_NEAR(static_cast<double>(off.per_node_host_bytes), 16 * P / 8 * 8, P * 0.01);
 }
 
+// LoRA under ZeRO-3 with parameter offload (peft's accelerate + DeepSpeed examples): the
+// frozen base lives in host memory and only the gathered units reach the GPU.
+TEST(Offload, LoraBaseOffloadedUnderZero3) {
+  ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  Workload w = Train(512, 8);
+  w.task = Task::kLora;
+  MemoryEstimate on = EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=3,mbs=8"), c);
+  MemoryEstimate off = EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=3,mbs=8,offload_params=cpu"), c);
+  const double P = static_cast<double>(CountParams(m).total);
+  EXPECT_NEAR(static_cast<double>(Term(on, "frozen_base_weights")), 2 * P, P * 0.01);
+  EXPECT_EQ(Term(off, "frozen_base_weights"), 0);
+  EXPECT_GT(Term(off, "gathered_units_forward"), 0);
+  EXPECT_GE(static_cast<double>(off.per_node_host_bytes), 2 * P);
+}
+
 // CPU offload needs host memory the cluster states; unknown host memory cannot vouch for it.
 TEST(Offload, UnknownHostMemoryDoesNotFit) {
   ModelSpec m = Model("llama-3.1-8b");
