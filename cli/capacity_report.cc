@@ -68,9 +68,11 @@ nlohmann::json PointJson(const CapacityReport& rep, const CapacityPoint& p, doub
 }
 
 std::string NodeText(const ClusterSpec& n) {
-  return std::to_string(n.gpus_per_node) + " x " + n.gpu.name + " per node on " + n.intra_node.fabric + " " +
-         FormatBandwidth(n.intra_node.bandwidth) + ", " + std::to_string(n.inter_node.nics_per_node) + " x " +
-         Fixed(n.inter_node.bandwidth * 8 / 1e9, 0) + " Gb/s " + n.inter_node.fabric;
+  const std::string node = std::to_string(n.gpus_per_node) + " x " + n.gpu.name + " per node on " + n.intra_node.fabric +
+                           " " + FormatBandwidth(n.intra_node.bandwidth);
+  if (n.inter_node.bandwidth <= 0 || n.inter_node.fabric == "none") return node + ", no network between nodes";
+  return node + ", " + std::to_string(n.inter_node.nics_per_node) + " x " + Fixed(n.inter_node.bandwidth * 8 / 1e9, 0) +
+         " Gb/s " + n.inter_node.fabric;
 }
 
 // A curve row's reason, up to its first parenthesis: the table stays narrow, --json has it whole.

@@ -112,7 +112,9 @@ KindResult SweepKind(const Sweep& s, const GpuKind& kind,
   KindResult k;
   k.kind = kind;
   const int gpn = std::max(1, kind.node.gpus_per_node);
-  const int max_nodes = std::max(1, (s.target.kind == CapacityTarget::Kind::kTrainGpus ? s.target.gpus : s.limits.max_gpus) / gpn);
+  int max_nodes = std::max(1, (s.target.kind == CapacityTarget::Kind::kTrainGpus ? s.target.gpus : s.limits.max_gpus) / gpn);
+  // A node shape with no network between nodes (a workstation) cannot grow past one.
+  if (kind.node.inter_node.bandwidth <= 0 || kind.node.inter_node.fabric == "none") max_nodes = 1;
   auto add = [&](CapacityPoint p, bool ladder) {
     p.on_ladder = ladder;
     k.points.push_back(std::move(p));
