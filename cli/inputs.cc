@@ -30,11 +30,13 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
 StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   Inputs in;
   SP_ASSIGN_OR_RETURN(in.model, LoadModel(f.model));
-  SP_ASSIGN_OR_RETURN(in.cluster, LoadCluster(f.cluster));
   if (f.nodes < 0 || f.gpus_per_node < 0) return Status::BadInput("--nodes and --gpus-per-node must be positive");
-  if (f.nodes > 0) in.cluster.nodes = f.nodes;
-  if (f.gpus_per_node > 0) in.cluster.gpus_per_node = f.gpus_per_node;
-  if (in.cluster.nodes > 1 && (in.cluster.inter_node.bandwidth <= 0 || in.cluster.inter_node.fabric == "none"))
+  if (!f.cluster.empty()) {
+    SP_ASSIGN_OR_RETURN(in.cluster, LoadCluster(f.cluster));
+    if (f.nodes > 0) in.cluster.nodes = f.nodes;
+    if (f.gpus_per_node > 0) in.cluster.gpus_per_node = f.gpus_per_node;
+  }
+  if (!f.cluster.empty() && in.cluster.nodes > 1 && (in.cluster.inter_node.bandwidth <= 0 || in.cluster.inter_node.fabric == "none"))
     return Status::BadInput(f.cluster + ": " + std::to_string(in.cluster.nodes) +
                             " nodes, but the cluster has no network between nodes (inter_node fabric \"" +
                             in.cluster.inter_node.fabric + "\"); set inter_node in the cluster file");

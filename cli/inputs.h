@@ -19,7 +19,7 @@ namespace shardplan::cli {
 
 struct InputFlags {
   std::string model = "llama-3.1-8b";
-  std::string cluster = "dgx-h100";
+  std::string cluster = "dgx-h100";  // empty: no cluster loaded (capacity builds its own)
   std::string workload;  // empty: built from the flags below (default: pretrain)
   int nodes = 0, gpus_per_node = 0;
   std::string task, precision, optimizer;

@@ -24,31 +24,6 @@ struct PlanFlags {
   int threads = 0;
 };
 
-std::string Compact(const Layout& l, bool inference) {
-  std::string s;
-  auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
-  if (inference) {
-    add("tp=" + std::to_string(l.tp));
-    if (l.pp > 1) add("pp=" + std::to_string(l.pp));
-    add("w=" + std::string(DtypeName(l.weights)));
-    add("kv=" + std::string(DtypeName(l.kv_cache)));
-    add("batch=" + std::to_string(l.batch));
-    return s;
-  }
-  add(std::string(FrameworkName(l)));
-  add("dp=" + std::to_string(l.dp));
-  if (l.tp > 1) add("tp=" + std::to_string(l.tp) + (l.sp ? "+sp" : ""));
-  if (l.pp > 1) add("pp=" + std::to_string(l.pp) + (l.vpp > 1 ? "x" + std::to_string(l.vpp) : ""));
-  if (l.cp > 1) add("cp=" + std::to_string(l.cp));
-  if (l.ep > 1) add("ep=" + std::to_string(l.ep));
-  add("zero=" + std::to_string(l.zero) + (l.shard_group > 0 ? "/" + std::to_string(l.shard_group) : ""));
-  if (l.offload_optimizer != Offload::kNone) add("off=" + std::string(OffloadName(l.offload_optimizer)));
-  add("ac=" + std::string(RecomputeName(l.ac)));
-  add("mbs=" + std::to_string(l.mbs));
-  add("ga=" + std::to_string(l.grad_accum));
-  return s;
-}
-
 Plan ToPlan(const PlanFlags& f, const Inputs& in, const Candidate& cand) {
   Plan p = MakePlan(f.in, in, cand.layout);
   p.memory = cand.memory;
@@ -126,7 +101,7 @@ int Run(const PlanFlags& f) {
       Table t({"#", "layout", "peak GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
       for (size_t i = 0; i < r.plans.size(); ++i) {
         const Candidate& c = r.plans[i];
-        t.Row({std::to_string(i + 1), Compact(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
+        t.Row({std::to_string(i + 1), CompactLayout(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
                Fixed(ToGiB(c.memory.headroom_bytes), 1), Fixed(c.time.step_seconds, 3),
                Fixed(c.time.tokens_per_second_per_gpu, 0), Fixed(100 * c.time.mfu, 1) + "%"});
       }

@@ -7,6 +7,31 @@
 
 namespace shardplan::cli {
 
+std::string CompactLayout(const Layout& l, bool inference) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
+  if (inference) {
+    add("tp=" + std::to_string(l.tp));
+    if (l.pp > 1) add("pp=" + std::to_string(l.pp));
+    add("w=" + std::string(DtypeName(l.weights)));
+    add("kv=" + std::string(DtypeName(l.kv_cache)));
+    add("batch=" + std::to_string(l.batch));
+    return s;
+  }
+  add(std::string(FrameworkName(l)));
+  add("dp=" + std::to_string(l.dp));
+  if (l.tp > 1) add("tp=" + std::to_string(l.tp) + (l.sp ? "+sp" : ""));
+  if (l.pp > 1) add("pp=" + std::to_string(l.pp) + (l.vpp > 1 ? "x" + std::to_string(l.vpp) : ""));
+  if (l.cp > 1) add("cp=" + std::to_string(l.cp));
+  if (l.ep > 1) add("ep=" + std::to_string(l.ep));
+  add("zero=" + std::to_string(l.zero) + (l.shard_group > 0 ? "/" + std::to_string(l.shard_group) : ""));
+  if (l.offload_optimizer != Offload::kNone) add("off=" + std::string(OffloadName(l.offload_optimizer)));
+  add("ac=" + std::string(RecomputeName(l.ac)));
+  add("mbs=" + std::to_string(l.mbs));
+  add("ga=" + std::to_string(l.grad_accum));
+  return s;
+}
+
 nlohmann::json LayoutJson(const Layout& l) {
   nlohmann::json j = {{"framework", FrameworkName(l)}, {"engine", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
                       {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp}, {"sp", l.sp}, {"zero", l.zero},

@@ -32,6 +32,7 @@ double Probe(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const 
   o.fixed = fixed;
   o.top_k = 1;
   o.progress = nullptr;
+  o.advise = false;  // a probe asks only whether something fits
   SearchResult r = Search(m, w, c, o, models);
   *plans_found = static_cast<int>(r.feasible);
   return r.plans.empty() ? -1 : r.plans.front().time.tokens_per_second_per_gpu;
@@ -92,6 +93,7 @@ void ExplainMiss(const ModelSpec& m, const Workload& w, const ClusterSpec& c, co
   } else {
     r.binding = "no layout satisfies the framework rules for this model, batch and GPU count";
   }
+  if (!opt.advise) return;
   int found = 0;
   for (int factor : {2, 4, 8, 16}) {
     ClusterSpec more = c;

@@ -38,6 +38,8 @@ struct SearchOptions {
   Layout fixed;                      // keys with bits in `fixed.fixed` are held
   MemoryOptions memory;
   int threads = 0;                   // 0 = one per core
+  int min_mbs = 1;                   // training: no micro-batch smaller than this
+  bool advise = true;                // nothing fits: run the smaller searches behind `advice`
   // Called now and then with (groups done, groups total), from worker threads.
   std::function<void(int64_t, int64_t)> progress;
 };

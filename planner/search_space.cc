@@ -170,9 +170,9 @@ std::vector<int> SearchSpace::MicroBatches(const Layout& g) const {
   std::vector<int> v;
   const int64_t per_replica = w_.global_batch / std::max(1, g.dp);
   for (int b = 1; b <= 64 && b <= per_replica; b *= 2)
-    if (per_replica % b == 0) v.push_back(b);
-  if (v.empty()) v.push_back(1);
-  return v;
+    if (per_replica % b == 0 && b >= opt_.min_mbs) v.push_back(b);
+  if (v.empty() && opt_.min_mbs <= 1) v.push_back(1);
+  return v;  // empty when no micro-batch of at least min_mbs divides the replica's batch
 }
 
 std::vector<int> SearchSpace::Batches(const Layout& g) const {

@@ -15,7 +15,7 @@ class SearchSpace {
   // Every structural layout (framework, tp, cp, pp, vpp, ep, zero, shard group, offload),
   // with dp derived; recomputation and micro-batch are varied inside each group.
   std::vector<Layout> Groups() const;
-  // Micro-batch sizes that divide the per-replica batch, ascending.
+  // Micro-batch sizes that divide the per-replica batch, ascending, none below opt.min_mbs.
   std::vector<int> MicroBatches(const Layout& g) const;
   // Inference: concurrent sequences per replica, descending from the workload's.
   std::vector<int> Batches(const Layout& g) const;
@@ -33,7 +33,7 @@ class SearchSpace {
 
 // Fills `closest`, `binding` and `advice` when nothing fits: which term bound the nearest
 // layout, and what would fix it (more nodes, shorter sequences, offload, quantization),
-// each checked by a smaller search.
+// each checked by a smaller search (skipped unless opt.advise).
 void ExplainMiss(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
                  const CostModels& models, SearchResult& r);
 

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "planner/strings.h"
+
 namespace shardplan {
 namespace {
 
@@ -91,8 +93,54 @@ StatusOr<double> ParseBandwidth(std::string_view text) {
 
 StatusOr<double> ParseDuration(std::string_view text) {
   static const std::vector<std::pair<const char*, double>> kUnits = {
-      {"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"min", 60}};
+      {"ns", 1e-9}, {"us", 1e-6}, {"µs", 1e-6}, {"ms", 1e-3}, {"s", 1}, {"min", 60},
+      {"h", 3600},  {"d", 86400}, {"w", 7 * 86400}};
   return Scale(text, "a duration", kUnits);
+}
+
+StatusOr<double> ParseTokenCount(std::string_view text) {
+  const Status bad = Status::BadInput("expected a token count such as 15T, 500B or 2.5e12 (suffixes K, M, B, T), got " +
+                                      Quote(text));
+  std::string t(text);
+  auto trim = [&t] {
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.back()))) t.pop_back();
+    while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.erase(t.begin());
+  };
+  trim();
+  double factor = 1;
+  if (!t.empty() && std::isalpha(static_cast<unsigned char>(t.back()))) {
+    switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+      case 'K': factor = 1e3; break;
+      case 'M': factor = 1e6; break;
+      case 'B': factor = 1e9; break;
+      case 'T': factor = 1e12; break;
+      default: return bad;
+    }
+    t.pop_back();
+    trim();
+  }
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(value)) return bad;
+  if (value * factor < 1) return Status::BadInput("expected a positive token count such as 15T, got " + Quote(text));
+  return value * factor;
+}
+
+StatusOr<double> ParsePricePerHour(std::string_view text) {
+  std::string_view t = text;
+  while (!t.empty() && std::isspace(static_cast<unsigned char>(t.front()))) t.remove_prefix(1);
+  if (!t.empty() && t.front() == '$') t.remove_prefix(1);
+  const size_t slash = t.find('/');
+  const std::string_view per = slash == std::string_view::npos ? std::string_view() : t.substr(slash + 1);
+  if (per != "h" && per != "hr" && per != "hour")
+    return Status::BadInput("expected a price per GPU-hour such as 2.9/h, got " + Quote(text) +
+                            (slash == std::string_view::npos ? "; add the unit: " + std::string(t) + "/h" : ""));
+  std::string number = Trim(t.substr(0, slash));
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value) || value < 0)
+    return Status::BadInput("expected a price per GPU-hour such as 2.9/h, got " + Quote(text) + "; the amount is not a number");
+  return value;
 }
 
 std::string FormatBytes(int64_t bytes) {

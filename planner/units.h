@@ -19,8 +19,14 @@ constexpr int64_t kTiB = 1024 * kGiB;
 StatusOr<int64_t> ParseBytes(std::string_view text);
 // "900 GB/s", "400 Gb/s" (bits), "64 GiB/s" -> bytes per second.
 StatusOr<double> ParseBandwidth(std::string_view text);
-// "5 us", "1.2 ms", "2 s", "300 ns" -> seconds.
+// "5 us", "1.2 ms", "2 s", "300 ns", "90 min", "12h", "60d", "8w" -> seconds.
 StatusOr<double> ParseDuration(std::string_view text);
+// "15T", "15.6 T", "500B", "8M", "100K", "2.5e12" -> a count of tokens (K/M/B/T are 1e3..1e12;
+// a bare number is a count). Must be positive.
+StatusOr<double> ParseTokenCount(std::string_view text);
+// "2.9/h", "$2.9/h", "2.9/hr", "2.9/hour" -> US dollars per GPU-hour. The unit is required:
+// "2.9" alone is an error (per hour or per month?).
+StatusOr<double> ParsePricePerHour(std::string_view text);
 
 // 12.34 GiB, 512.0 MiB, ... (binary units, two decimals); for tables.
 std::string FormatBytes(int64_t bytes);

@@ -105,6 +105,29 @@ printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
 check encoder-decoder 2 -- "$bin" inspect --model "$tmp/t5.json"
 expect encoder-decoder-msg "$tmp/err" "is an encoder-decoder model, which shardplan does not support"
 
+# capacity: per GPU kind, the smallest cluster that meets the target, priced by the search
+check capacity-train 0 -- "$bin" capacity --model llama-3.1-8b --tokens 2T --deadline 5d --global-batch 512 --gpu h100,b200 --max-gpus 1024
+expect capacity-train-table "$tmp/out" "the smallest size that meets the target"
+expect capacity-train-price "$tmp/out" "price h100-sxm-80gb: CoreWeave"
+check capacity-json 0 -- "$bin" capacity --model llama-3.1-8b --tokens 2T --deadline 5d --global-batch 512 --gpu h100 --price h100=2.5/h --max-gpus 1024 --json
+json capacity-json-answer 'j["meets"] and j["kinds"][0]["answer"]["meets"] and j["kinds"][0]["answer"]["train_days"] <= 5 and j["kinds"][0]["price"]["per_gpu_hour"] == 2.5 and abs(j["kinds"][0]["answer"]["cost_usd"] - 2.5 * j["kinds"][0]["answer"]["gpu_hours"]) < 1e-6 * j["kinds"][0]["answer"]["cost_usd"]'
+json capacity-json-curve 'all(p["gpus"] % 8 == 0 for p in j["kinds"][0]["points"]) and [p["gpus"] for p in j["kinds"][0]["points"] if p["on_ladder"]][:4] == [8, 16, 32, 64]'
+check capacity-serve 0 -- "$bin" capacity --model llama-3.1-70b --concurrency 64 --context 32768 --output-len 1024 --gpu h100 --max-gpus 64 --json
+json capacity-serve-kv 'j["kinds"][0]["answer"]["gpus"] == 16 and "KV cache binds" in j["kinds"][0]["points"][0]["miss"]'
+check capacity-none 1 -- "$bin" capacity --model llama-3.1-405b --tokens 15T --deadline 1d --gpu h100 --max-gpus 256
+expect capacity-none-text "$tmp/out" "NO GPU KIND MEETS"
+expect capacity-none-advice "$tmp/out" "more time: the fastest size swept"
+check capacity-deadline-zero 2 -- "$bin" capacity --model llama-3.1-8b --tokens 1T --deadline 0d
+expect capacity-deadline-zero-msg "$tmp/err" "--deadline: expected a positive duration such as 60d"
+check capacity-unknown-gpu 2 -- "$bin" capacity --model llama-3.1-8b --tokens 1T --deadline 5d --gpu h900
+expect capacity-unknown-gpu-msg "$tmp/err" "--gpu: unknown GPU 'h900'"
+check capacity-price-unit 2 -- "$bin" capacity --model llama-3.1-8b --tokens 1T --deadline 5d --price h100=2.9
+expect capacity-price-unit-msg "$tmp/err" "--price 'h100=2.9' at column 6: expected a price per GPU-hour such as 2.9/h"
+[[ ! -s "$tmp/out" ]] && passed=$((passed + 1)) || { echo "FAIL capacity-price-unit: stdout not empty"; failed=$((failed + 1)); }
+check capacity-no-target 2 -- "$bin" capacity --model llama-3.1-8b
+check capacity-partial-node 2 -- "$bin" capacity --model llama-3.1-8b --tokens 1T --gpus 100 --gpu h100
+expect capacity-partial-node-msg "$tmp/err" "try 96 or 104"
+
 # topology show
 check topology 0 -- "$bin" topology show dgx-h100
 expect topology-text "$tmp/out" "NVIDIA H100 80GB HBM3"

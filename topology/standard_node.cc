@@ -1,0 +1,25 @@
+#include "topology/standard_node.h"
+
+namespace shardplan {
+
+ClusterSpec StandardNode(const GpuSpec& gpu) {
+  ClusterSpec c;
+  c.name = "standard-" + gpu.name;
+  c.nodes = 1;
+  c.gpus_per_node = 8;
+  c.gpu = gpu;
+  // NVLink through NVSwitch: every GPU at its full per-direction NVLink rate. A GPU without
+  // NVLink talks over PCIe (Gen4 x16: 32 GB/s per direction, Gen5: 64 GB/s).
+  const double pcie = gpu.compute_capability >= 90 ? 64e9 : 32e9;
+  if (gpu.nvlink_bandwidth > 0) c.intra_node = {"nvlink", gpu.nvlink_bandwidth, 2e-6, 0};
+  else c.intra_node = {"pcie", pcie, 5e-6, 0};
+  // ConnectX-7 NDR, one per GPU, as in the DGX H100 (configs/clusters/dgx-h100.yaml).
+  c.inter_node = {"infiniband", 400e9 / 8, 5e-6, 8};
+  c.host_memory_bytes = int64_t{2} << 40;  // 2 TiB per node (DGX H100, DGX B200: 2 TB / 4 TB)
+  c.pcie_bandwidth = pcie;
+  c.assumed.push_back("node: 8 x " + gpu.name + (gpu.nvlink_bandwidth > 0 ? " on NVLink" : " on PCIe") +
+                      ", 8 x 400 Gb/s InfiniBand, 2 TiB host memory (the standard node; --cluster names another)");
+  return c;
+}
+
+}  // namespace shardplan
