@@ -39,7 +39,8 @@ nlohmann::json LayoutJson(const Layout& l) {
                       {"ac_modules", AcModulesName(l.ac_modules)},
                       {"offload_optimizer", OffloadName(l.offload_optimizer)},
                       {"offload_params", OffloadName(l.offload_params)}, {"mbs", l.mbs}, {"grad_accum", l.grad_accum},
-                      {"reshard_after_forward", l.reshard_after_forward}, {"weights", DtypeName(l.weights)},
+                      {"reshard_after_forward", l.reshard_after_forward}, {"tp_overlap", l.tp_overlap},
+                      {"weights", DtypeName(l.weights)},
                       {"kv_cache", DtypeName(l.kv_cache)}, {"batch", l.batch}, {"string", FormatLayout(l)}};
   j["stages"] = l.stages;
   return j;

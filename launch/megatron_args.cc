@@ -122,6 +122,7 @@ StatusOr<std::vector<std::string>> MegatronFlags(const Plan& plan, const JobShap
     Add(f, "--expert-tensor-parallel-size", l.etp);
   }
   if (l.sp && l.tp > 1) Add(f, "--sequence-parallel");  // Megatron turns it off at tp=1
+  if (l.tp_overlap && l.sp && l.tp > 1) Add(f, "--tp-comm-overlap");  // TE userbuffers; needs SP
   if (l.zero == 1) {
     Add(f, "--use-distributed-optimizer");  // shards optimizer states over DP: ZeRO-1
     Add(f, "--overlap-grad-reduce");

@@ -82,7 +82,7 @@ std::string ParallelismSection(const Plan& plan, Emitted& out) {
   p += fmt::format("data_parallel_shard_degree = {}\n", dp.shard);
   p += fmt::format("fsdp_reshard_after_forward = {}\n", reshard);
   p += fmt::format("tensor_parallel_degree = {}\n", l.tp);
-  p += "enable_async_tensor_parallel = false\n";
+  p += fmt::format("enable_async_tensor_parallel = {}\n", l.tp_overlap && l.tp > 1);
   p += fmt::format("pipeline_parallel_degree = {}\n", l.pp);
   if (l.pp > 1) {
     p += fmt::format("pipeline_parallel_schedule = {}\n", Quote(Schedule(l)));

@@ -22,7 +22,7 @@ constexpr KeyInfo kKeys[] = {
     {"shard_group", kKeyShardGroup}, {"ac", kKeyAc}, {"ac_layers", kKeyAcLayers},
     {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
     {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
-    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}};
+    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}, {"tp_overlap", kKeyTpOverlap}};
 
 constexpr std::pair<const char*, AcModule> kAcModules[] = {
     {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
@@ -40,7 +40,8 @@ std::string CanonicalKey(const std::string& key) {
       {"sequence_parallel", "sp"}, {"zero_stage", "zero"}, {"stage", "zero"}, {"micro_batch", "mbs"},
       {"micro_batch_size", "mbs"}, {"gradient_accumulation_steps", "grad_accum"}, {"recompute", "ac"},
       {"activation_checkpointing", "ac"}, {"gradient_checkpointing", "ac"}, {"recompute_granularity", "ac"},
-      {"recompute_modules", "ac_modules"}, {"reshard_after_forward", "reshard"}};
+      {"recompute_modules", "ac_modules"}, {"reshard_after_forward", "reshard"}, {"async_tp", "tp_overlap"},
+      {"tp_comm_overlap", "tp_overlap"}, {"enable_async_tensor_parallel", "tp_overlap"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }
@@ -91,7 +92,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         {"fsdp", {Framework::kFsdp, Stack::kNative}},           {"fsdp2", {Framework::kFsdp, Stack::kNative}},
         {"accelerate", {Framework::kFsdp, Stack::kNative}},     {"megatron", {Framework::kMegatron, Stack::kNative}},
         {"megatron-lm", {Framework::kMegatron, Stack::kNative}}, {"megatron-core", {Framework::kMegatron, Stack::kNative}},
-        {"nemo", {Framework::kMegatron, Stack::kNative}},       {"megatron-bridge", {Framework::kMegatron, Stack::kNative}},
+        {"nemo", {Framework::kMegatron, Stack::kNemo}},         {"megatron-bridge", {Framework::kMegatron, Stack::kNemo}},
         {"torchtitan", {Framework::kTorchtitan, Stack::kNative}}, {"torchtune", {Framework::kFsdp, Stack::kTorchtune}},
         {"hf", {Framework::kFsdp, Stack::kHf}},                 {"transformers", {Framework::kFsdp, Stack::kHf}},
         {"trl", {Framework::kFsdp, Stack::kHf}},                {"peft", {Framework::kFsdp, Stack::kHf}},
@@ -118,9 +119,9 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     else if (v == "nvme") o = Offload::kNvme;
     else return Bad(key, "none, cpu or nvme", v);
     (key == "offload_optimizer" ? l.offload_optimizer : l.offload_params) = o;
-  } else if (key == "sp" || key == "reshard") {
+  } else if (key == "sp" || key == "reshard" || key == "tp_overlap") {
     SP_ASSIGN_OR_RETURN(bool b, ParseSwitch(key, v));
-    (key == "sp" ? l.sp : l.reshard_after_forward) = b;
+    (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : l.tp_overlap) = b;
   } else if (key == "weights" || key == "kv_cache") {
     std::optional<Dtype> d = ParseDtype(v);
     if (!d) return Bad(key, "bf16, fp16, fp8, int8, int4 or nf4", v);
@@ -277,6 +278,7 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kTorchtune: return "torchtune";
     case Stack::kHf: return "hf";
     case Stack::kUnsloth: return "unsloth";
+    case Stack::kNemo: return "nemo";
   }
   return "?";
 }
@@ -332,6 +334,7 @@ std::string FormatLayout(const Layout& l) {
        ",weights=" + std::string(DtypeName(l.weights)) + ",kv_cache=" + std::string(DtypeName(l.kv_cache)) +
        ",batch=" + Num(l.batch);
   if (l.ac_modules != kAcCoreAttn) s += ",ac_modules=" + AcModulesName(l.ac_modules);
+  if (l.tp_overlap) s += ",tp_overlap=on";
   if (!l.stages.empty()) {
     std::vector<std::string> parts;
     for (int n : l.stages) parts.push_back(Num(n));
@@ -375,6 +378,11 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
       (l.framework == Framework::kTorchtitan || l.framework == Framework::kMegatron))
     l.sp = true;
   if (l.tp == 1) l.sp = false;
+  // NeMo / Megatron-Bridge recipes add MegatronCommOverlapCallback(tp_comm_overlap=True),
+  // which overlaps TP communication (TE userbuffers) whenever SP runs with TP
+  // (nemo/collections/llm/recipes/llama3_70b.py and friends); elsewhere it is opt-in.
+  if (!(l.fixed & kKeyTpOverlap)) l.tp_overlap = l.stack == Stack::kNemo && l.tp > 1 && l.sp;
+  if (l.tp == 1) l.tp_overlap = false;
   // Unsloth's recommended setting: use_gradient_checkpointing="unsloth" (full recomputation,
   // with the checkpoints offloaded to host memory, planner/recipe.cc); torchtune's configs
   // set enable_activation_checkpointing: True.

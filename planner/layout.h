@@ -19,7 +19,9 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // The library a user names with framework= when it trains on another's engine: torchtune and
 // HF Trainer (with PEFT/TRL) run FSDP2/FSDP or plain DDP, Unsloth is HF on one GPU with its
 // own kernels. Each brings recipe defaults (planner/recipe.h); the engine does the sharding.
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth };
+// kNemo: NeMo / Megatron-Bridge recipes on Megatron-core (their performance defaults differ
+// from bare Megatron-LM: TP communication overlap on, sequence parallel on with TP).
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 
@@ -31,7 +33,7 @@ enum LayoutKey : uint32_t {
   kKeyOffloadOptimizer = 1u << 11, kKeyOffloadParams = 1u << 12, kKeyMbs = 1u << 13,
   kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
   kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
-  kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22,
+  kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22, kKeyTpOverlap = 1u << 23,
 };
 
 // Megatron's --recompute-modules under selective recomputation (transformer_config.py):
@@ -67,6 +69,7 @@ struct Layout {
   int mbs = 1;                      // micro-batch size, sequences per GPU per forward
   int grad_accum = 1;               // micro-batches per optimizer step per DP rank
   bool reshard_after_forward = true;  // FSDP2: free gathered params after forward
+  bool tp_overlap = false;            // TP collectives under the GEMMs (TE userbuffers, torchtitan async TP)
   std::vector<int> stages;          // layers per pipeline stage; empty = balanced split
   Dtype weights = Dtype::kBf16;     // inference weight format
   Dtype kv_cache = Dtype::kBf16;    // inference KV cache format

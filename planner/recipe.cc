@@ -25,6 +25,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
       if (why) *why = "the checkpoint is fp32, so weights and optimizer states stay fp32 under autocast";
       return true;
     case Stack::kNative:
+    case Stack::kNemo:
       break;
   }
   if (why) *why = std::string(FrameworkName(l.framework)) + " keeps fp32 master weights under mixed precision";

@@ -193,7 +193,8 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
                                                             const ClusterSpec& c, const MemoryOptions& opt,
                                                             std::string* note) {
   if (note) note->clear();
-  if (!w.training() || (l.fixed & kKeyAc) || l.stack != Stack::kNative) return {l, EstimateMemory(m, w, l, c, opt)};
+  if (!w.training() || (l.fixed & kKeyAc) || (l.stack != Stack::kNative && l.stack != Stack::kNemo))
+    return {l, EstimateMemory(m, w, l, c, opt)};
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout tried = l;
     tried.ac = ac;

@@ -56,13 +56,14 @@ bool Pick(Switch s, bool dflt) { return s == Switch::kAuto ? dflt : s == Switch:
 // reduction only with overlap_comm, on by default at ZeRO-3 and set in the usual ZeRO-2
 // configs, while its pipeline engine reduces after the last micro-batch;
 // FSDP prefetches and overlaps always; plain PyTorch (FSDP, torchtitan) runs eager unless
-// torch.compile is on; TP/EP overlap are opt-in everywhere.
-Knobs ResolveSwitches(const Layout& l, const TimeOptions& o) {
+// torch.compile is on (the workload's `compile`); TP overlap is the layout's tp_overlap
+// (ResolveLayout turns it on for NeMo / Megatron-Bridge recipes); EP overlap is opt-in.
+Knobs ResolveSwitches(const Workload& w, const Layout& l, const TimeOptions& o) {
   const bool megatron = l.framework == Framework::kMegatron;
   const bool ds_no_overlap = l.framework == Framework::kDeepSpeed && l.zero < 2;
   return {Pick(o.dp_overlap, !ds_no_overlap), Pick(o.param_gather_overlap, megatron),
-          Pick(o.tp_overlap, false),           Pick(o.ep_overlap, false),
-          Pick(o.fused_kernels, megatron),     Pick(o.flash_attention, true)};
+          Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, false),
+          Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, true)};
 }
 
 // The training step as one GPU runs it: the per-layer shape (compute_cost.h) plus the
@@ -410,7 +411,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   TimeEstimate out;
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;
-  const Knobs k = ResolveSwitches(l, opt);
+  const Knobs k = ResolveSwitches(w, l, opt);
   const LayerShape shape{m, HardwareFor(c.gpu, prec), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
                          static_cast<double>(w.seq_len),
                          static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),

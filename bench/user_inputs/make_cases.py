@@ -402,6 +402,8 @@ def layout_for(case, task):
         keys.append(("sp", "on"))
     elif sp in ("false", "off", "no"):
         keys.append(("sp", "off"))
+    if l.get("async_tp") is True:
+        keys.append(("tp_overlap", "on"))
     off = str(l.get("offload", "")).lower()
     if off and not off.startswith("none"):
         if "param" in off or "zero-3" in off:

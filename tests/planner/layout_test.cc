@@ -119,7 +119,7 @@ TEST(Layout, StacksMapOntoTheirEngine) {
   for (const Case& c : {Case{"framework=torchtune", Framework::kFsdp, Stack::kTorchtune, 3},
                         Case{"framework=hf", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=unsloth", Framework::kFsdp, Stack::kUnsloth, 0},
-                        Case{"framework=NeMo", Framework::kMegatron, Stack::kNative, 1},
+                        Case{"framework=NeMo", Framework::kMegatron, Stack::kNemo, 1},
                         Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kNative, 1}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;
@@ -173,6 +173,19 @@ TEST(Layout, PeftQloraCheckpoints) {
   EXPECT_EQ(f.Resolve("framework=hf,mbs=1,ac=none")->ac, Recompute::kNone);
   f.w.task = Task::kLora;
   EXPECT_EQ(f.Resolve("framework=hf,mbs=1")->ac, Recompute::kNone);  // HF Trainer's default
+}
+
+// NeMo and Megatron-Bridge recipes overlap TP communication whenever SP runs with TP;
+// bare Megatron-LM and torchtitan leave it to the user (tp_overlap=on, async_tp=true).
+TEST(Layout, TpOverlapFollowsTheRecipe) {
+  Fixture f("llama-3.1-70b", "dgx-h100", 1);
+  EXPECT_TRUE(f.Resolve("framework=nemo,tp=4")->tp_overlap);
+  EXPECT_TRUE(f.Resolve("framework=megatron-bridge,tp=4")->tp_overlap);
+  EXPECT_FALSE(f.Resolve("framework=nemo,tp=4,sp=off")->tp_overlap);
+  EXPECT_FALSE(f.Resolve("framework=nemo,tp=4,tp_overlap=off")->tp_overlap);
+  EXPECT_FALSE(f.Resolve("framework=megatron,tp=4")->tp_overlap);
+  EXPECT_TRUE(f.Resolve("framework=torchtitan,tp=8,async_tp=true")->tp_overlap);
+  EXPECT_EQ(FrameworkName(*f.Resolve("framework=nemo,tp=4")), "nemo");
 }
 
 // The optimizer stepped in backward has no gradient buffer to accumulate micro-batches into.

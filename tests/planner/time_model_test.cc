@@ -391,6 +391,27 @@ TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
   EXPECT_NEAR(Term(b, "tp_comm"), 0.3 * Term(a, "tp_comm"), 1e-12);
 }
 
+// The layout's tp_overlap (async TP, TE userbuffers) and the workload's compile reach the
+// time model without options: what a user states, or a recipe turns on, is what is priced.
+TEST(EstimateTime, LayoutAndRecipeSwitches) {
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.tp = 8;
+  l.grad_accum = 8;
+  const TimeEstimate off = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  l.tp_overlap = true;
+  const TimeEstimate on = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  EXPECT_NEAR(Term(on, "tp_comm"), 0.3 * Term(off, "tp_comm"), 1e-12);
+  Layout f;
+  f.framework = Framework::kFsdp;
+  f.dp = 8;
+  Workload w = Pretrain(4096, 8);
+  const TimeEstimate eager = EstimateTime(Llama2_7B(), w, f, DgxH100(1));
+  w.compile = Setting::kOn;
+  const TimeEstimate compiled = EstimateTime(Llama2_7B(), w, f, DgxH100(1));
+  EXPECT_LT(compiled.step_seconds, eager.step_seconds);
+}
+
 TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
   const ModelSpec m = Llama2_7B();
   const ClusterSpec c = DgxH100(2);
