@@ -47,12 +47,13 @@ int64_t AttentionParams(const ModelSpec& m) {
   if (m.qkv_bias) p += m.q_width() + 2 * m.kv_width();
   if (m.o_bias) p += h;
   if (m.qk_norm) p += 2 * m.head_dim;
+  if (m.attention_sinks) p += a;
   return p;
 }
 
 int64_t LayerExpertParams(const ModelSpec& m, int64_t layer) {
   if (!m.is_moe_layer(layer)) return 0;
-  return m.experts * MlpParams(m, m.expert_intermediate, false);
+  return m.experts * MlpParams(m, m.expert_intermediate, m.expert_bias);
 }
 
 int64_t LayerParams(const ModelSpec& m, int64_t layer) {
@@ -100,7 +101,7 @@ ParamCounts CountParams(const ModelSpec& m) {
       c.experts += LayerExpertParams(m, l);
       c.router += RouterParams(m);
       c.shared_experts += SharedExpertParams(m);
-      active_experts += m.experts_per_token * MlpParams(m, m.expert_intermediate, false);
+      active_experts += m.experts_per_token * MlpParams(m, m.expert_intermediate, m.expert_bias);
     } else {
       c.mlp += MlpParams(m, m.intermediate, m.mlp_bias);
     }

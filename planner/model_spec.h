@@ -76,7 +76,9 @@ struct ModelSpec {
   int64_t shared_experts = 0;       // always-active experts (DeepSeek n_shared_experts)
   int64_t shared_intermediate = 0;  // FFN size of one shared expert
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid gate Linear(h, 1) on the shared expert
-  bool router_bias = false;         // DeepSeek noaux_tc: e_score_correction_bias (E params)
+  bool router_bias = false;         // DeepSeek noaux_tc: e_score_correction_bias (E params); gpt-oss router bias
+  bool expert_bias = false;         // gpt-oss: biases on every expert's gate_up and down projections
+  bool attention_sinks = false;     // gpt-oss: one learned sink logit per head per layer
   std::vector<bool> moe_layer;      // per layer: true where the MLP is an MoE block
 
   // Multi-head latent attention (DeepSeek-V2/V3). Used when attention == kMla.

@@ -39,6 +39,7 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
       {"bloom", {250880, 64, 0, 2, 8, 0, 0, 0, true, "BloomBlock"}},
       {"mpt", {50368, 2048, 8192, 24, 16, 0, 0, 2048, true, "MptBlock"}},
+      {"gpt_oss", {201088, 2880, 2880, 36, 64, 8, 64, 131072, false, "GptOssDecoderLayer"}},
       // transformers' config defaults for the llama-shaped families (configuration_*.py).
       {"gemma", {256000, 3072, 24576, 28, 16, 16, 256, 8192, true, "GemmaDecoderLayer"}},
       {"phi3", {32064, 3072, 8192, 32, 32, 0, 0, 4096, false, "Phi3DecoderLayer"}},
@@ -321,6 +322,8 @@ Status ReadSkipList(const Document& doc, const YAML::Node& q, const char* key, C
       const size_t cut = name.find_last_of("*+?)]^$\\");
       if (cut != std::string::npos) name = name.substr(cut + 1);
     }
+    // "model.layers.*.self_attn" (gpt-oss) names the module under every layer.
+    if (const size_t star = name.rfind("*."); star != std::string::npos) name = name.substr(star + 2);
     while (!name.empty() && name.front() == '.') name.erase(name.begin());
     if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) name.resize(name.size() - 7);
     if (!name.empty()) out.skip.push_back(name);
@@ -337,7 +340,7 @@ Status ReadQuantization(const Document& doc, const YAML::Node& q, ModelSpec& m) 
   SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(q, "load_in_8bit"));
   if (!method && (in4 || in8)) method = "bitsandbytes";  // configs written before quant_method existed
   const std::vector<std::string> supported = {"fbgemm_fp8", "fp8", "compressed-tensors", "gptq", "awq", "bitsandbytes",
-                                              "modelopt"};
+                                              "modelopt", "mxfp4"};
   if (!method) return doc.ErrorAt(q, "quantization_config: missing quant_method; expected one of " + Join(supported));
   out.method = *method;
   auto bits_key = [&](const YAML::Node& n, const char* key, int64_t fallback) -> StatusOr<int> {
@@ -384,6 +387,12 @@ Status ReadQuantization(const Document& doc, const YAML::Node& q, ModelSpec& m) 
       return doc.ErrorAt(q, "quantization_config: bitsandbytes needs load_in_4bit or load_in_8bit set to true");
     }
     SP_RETURN_IF_ERROR(ReadSkipList(doc, q, "llm_int8_skip_modules", out));
+  } else if (out.method == "mxfp4") {
+    // OCP MX FP4 (gpt-oss): 4-bit e2m1 weights with one 8-bit e8m0 scale per 32.
+    out.bits = 4;
+    out.float_format = true;
+    out.group_size = 32;
+    SP_RETURN_IF_ERROR(ReadSkipList(doc, q, "modules_to_not_convert", out));
   } else if (out.method == "modelopt") {
     // NVIDIA ModelOpt checkpoints (TensorRT-LLM, vLLM): quant_algo and exclude_modules, at
     // the top or nested under "quantization" as in hf_quant_config.json.
@@ -509,7 +518,19 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   if (*type == "gpt_neox") {
     SP_ASSIGN_OR_RETURN(m.parallel_residual, r.Bool("use_parallel_residual", true));
   }
-  if (*type == "mixtral") {
+  if (*type == "gpt_oss") {
+    // transformers GptOssConfig / modeling_gpt_oss.py: q/k/v/o with biases and a sink logit per
+    // head; every layer MoE, a router Linear with bias, experts whose fused gate_up and down
+    // projections carry biases. gpt-oss-120b counts 116,829,156,672 parameters.
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 128, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 4, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(bool bias, r.Bool("attention_bias", true));
+    m.qkv_bias = m.o_bias = bias;
+    m.expert_intermediate = m.intermediate;
+    m.expert_bias = m.router_bias = m.attention_sinks = true;
+    m.sliding_window_pattern = 2;  // layer_types alternates sliding (128) and full attention
+    MarkAllMoe(m);
+  } else if (*type == "mixtral") {
     SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 8, 1, 1 << 16));
     SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, 1 << 16));
     m.expert_intermediate = m.intermediate;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/io/model_reader.h"
+#include "planner/quantization.h"
 
 namespace shardplan {
 namespace {
@@ -157,6 +158,42 @@ TEST(Families, Mpt7b) {
   ASSERT_TRUE(defaults.ok());
   EXPECT_EQ(defaults->hidden, 2048);
   EXPECT_EQ(defaults->intermediate, 8192);
+}
+
+// gpt-oss (openai/gpt-oss-120b and -20b config.json): attention with biases and a sink per
+// head, 128 (32) experts with biased gate_up/down, a biased router, untied head. Totals from
+// modeling_gpt_oss.py's parameter shapes: 116,829,156,672 and 20,914,757,184 ("117B" and
+// "21B" on the model cards, 5.1B and 3.6B active). The checkpoint's MXFP4 experts read as
+// 4-bit floats with an 8-bit scale per 32; attention, router, embeddings and head stay bf16.
+TEST(Families, GptOss) {
+  const std::string config = R"({"architectures":["GptOssForCausalLM"],"attention_bias":true,"attention_dropout":0.0,
+    "eos_token_id":200002,"experts_per_token":4,"head_dim":64,"hidden_act":"silu","hidden_size":2880,
+    "initial_context_length":4096,"initializer_range":0.02,"intermediate_size":2880,
+    "layer_types":["sliding_attention","full_attention"],"max_position_embeddings":131072,"model_type":"gpt_oss",
+    "num_attention_heads":64,"num_experts_per_tok":4,"num_hidden_layers":36,"num_key_value_heads":8,
+    "num_local_experts":128,"output_router_logits":false,"pad_token_id":199999,
+    "quantization_config":{"modules_to_not_convert":["model.layers.*.self_attn","model.layers.*.mlp.router",
+      "model.embed_tokens","lm_head"],"quant_method":"mxfp4"},"rms_norm_eps":1e-05,
+    "rope_scaling":{"beta_fast":32.0,"beta_slow":1.0,"factor":32.0,"original_max_position_embeddings":4096,
+      "rope_type":"yarn","truncate":false},"rope_theta":150000,"router_aux_loss_coef":0.9,"sliding_window":128,
+    "swiglu_limit":7.0,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"vocab_size":201088})";
+  auto big = FromJson(config);
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_EQ(CountParams(*big).total, 116'829'156'672);
+  // The cards' active figures leave the input embedding out (a lookup, not a matmul).
+  EXPECT_NEAR(static_cast<double>(CountParams(*big).active - CountParams(*big).embedding), 5.1e9, 0.05e9);
+  EXPECT_EQ(big->quant.format, Dtype::kInt4);
+  EXPECT_DOUBLE_EQ(CheckpointBytesPerParam(*big), 0.5 + 1.0 / 32);
+  EXPECT_EQ(big->quant.kept_dense[0], 2 * 2880 * 4096 + 2 * 2880 * 512 + 2880 * 128)
+      << "attention projections and the router stay bf16";
+  std::string small = config;
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"\"num_hidden_layers\":36", "\"num_hidden_layers\":24"},
+                                 std::pair<std::string, std::string>{"\"num_local_experts\":128", "\"num_local_experts\":32"}})
+    small.replace(small.find(from), from.size(), to);
+  auto s = FromJson(small);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(CountParams(*s).total, 20'914'757'184);
+  EXPECT_NEAR(static_cast<double>(CountParams(*s).active - CountParams(*s).embedding), 3.6e9, 0.05e9);
 }
 
 // GPT-NeoX-20B and Pythia-6.9B (ecosystem.md 4.3).
