@@ -12,7 +12,7 @@
 namespace shardplan::cli {
 
 void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
-  cmd->add_option("--model,-m", f.model, "built-in model name or a config.json / YAML path")->capture_default_str();
+  cmd->add_option("--model,-m", f.model, kModelHelp)->capture_default_str();
   cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name or a cluster YAML path")->capture_default_str();
   cmd->add_option("--nodes", f.nodes, "override the cluster's node count");
   cmd->add_option("--gpus-per-node", f.gpus_per_node, "override the cluster's GPUs per node");

@@ -17,6 +17,12 @@
 
 namespace shardplan::cli {
 
+// --help of --model: the order in which a reference is resolved (planner/io/model_reader.h).
+inline constexpr const char* kModelHelp =
+    "a config.json or YAML file, or a model folder holding config.json; else a built-in name "
+    "(llama-3.1-70b); else a hub id org/name[@revision] read from the local Hugging Face cache "
+    "(never the network)";
+
 struct InputFlags {
   std::string model = "llama-3.1-8b";
   std::string cluster = "dgx-h100";  // empty: no cluster loaded (capacity builds its own)
