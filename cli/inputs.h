@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "planner/layout.h"
 #include "planner/memory_model.h"
@@ -33,6 +34,7 @@ struct InputFlags {
   std::string layout;
   std::string headroom = "2 GiB";
   bool json = false;
+  std::string html;  // also write a self-contained HTML report here
 };
 
 struct Inputs {
@@ -48,6 +50,9 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout);
 StatusOr<Inputs> LoadInputs(const InputFlags& f);
 // Builds the Plan skeleton (refs and inputs) from flags and a resolved layout.
 Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved);
+
+// The inputs as the user named them, for a report's header.
+nlohmann::json InputsJson(const InputFlags& f);
 
 // Prints a Status to stderr and records its exit code; returns it.
 int Fail(const Status& s);
