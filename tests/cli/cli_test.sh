@@ -164,6 +164,16 @@ check emit-force 0 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm
 check validate-print 0 -- "$bin" validate "$tmp/plan.yaml" --print-command
 expect validate-print-cmd "$tmp/out" "mpirun"
 
+# Progress on stderr only for a terminal: quiet into a file, shown under a pseudo-terminal.
+check validate-host-quiet 0 -- "$bin" validate "$tmp/plan.yaml" --backend host --ranks 0
+if grep -q "rehearsing" "$tmp/err"; then echo "FAIL validate-host-quiet: progress in a redirected stderr"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+"$bin" topology discover >/dev/null 2>"$tmp/err"
+if grep -q "discovering:" "$tmp/err"; then echo "FAIL discover-quiet: progress in a redirected stderr"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+if command -v script >/dev/null; then
+  script -qec "$bin topology discover" /dev/null >"$tmp/tty" 2>&1 </dev/null
+  expect discover-tty-progress "$tmp/tty" "discovering: loading NVML"
+fi
+
 # explain-oom: a verdict for a real message, exit 2 for text that is not one
 check explain-oom 0 -- "$bin" explain-oom "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.13 GiB already allocated; 1.67 GiB free; 12.52 GiB reserved in total by PyTorch)"
 expect explain-oom-verdict "$tmp/out" "verdict: working set"
