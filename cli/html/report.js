@@ -2,7 +2,7 @@
 // the page embeds verbatim (#report-data). Each number shown names where it came from: a
 // table cell by data-check="POINTER FORMAT", a chart value by its dataset's `paths`, so a
 // test can compare the page with --json. Open with #selftest to have the page report what
-// it drew into <pre id="selftest"> (tests/cli/browser_test.py reads it).
+// it drew into a pre element with the id selftest (tests/cli/browser_test.py reads it).
 (function () {
   'use strict';
   const page = JSON.parse(document.getElementById('report-page').textContent);
