@@ -8,6 +8,7 @@
 
 #include "cli/capacity_report.h"
 #include "cli/command.h"
+#include "cli/html_report.h"
 #include "cli/inputs.h"
 #include "planner/strings.h"
 #include "planner/units.h"
@@ -25,6 +26,7 @@ struct CapacityFlags {
   double min_tokens_per_s = 0;
   std::vector<std::string> gpu_kinds, prices, frameworks;
   bool cluster_given = false;
+  const CLI::App* command = nullptr;  // for the flags the report lists
 };
 
 Status Flag(const std::string& flag, const Status& s) { return Status::BadInput(flag + ": " + s.message()); }
@@ -198,8 +200,17 @@ int Run(CapacityFlags f) {
   rep.params = CountParams(in->model).total;
   rep.workload = w;
   rep.target = *target;
-  if (f.in.json) std::cout << CapacityJson(rep, r).dump(2) << "\n";
-  else std::cout << CapacityText(rep, r);
+  const nlohmann::json j = CapacityJson(rep, r);
+  if (!f.in.html.empty()) {
+    nlohmann::json inputs = InputsJson(f.in);
+    if (!f.cluster_given) inputs.erase("cluster");
+    for (const char* flag : {"--tokens", "--deadline", "--gpus", "--concurrency", "--context", "--gpu"})
+      if (const CLI::Option* o = f.command->get_option_no_throw(flag); o && o->count() > 0) inputs[flag] = Join(o->results(), ",");
+    const std::string title = "shardplan capacity: " + rep.model + ", " + std::string(TaskName(w.task));
+    if (Status s = WriteHtml(f.in.html, {"capacity", title, inputs, j}); !s.ok()) return Fail(s);
+  }
+  if (f.in.json) std::cout << j.dump(2) << "\n";
+  else std::cout << CapacityText(rep, r) << (f.in.html.empty() ? "" : "wrote the HTML report to " + f.in.html + "\n");
   ExitCode() = r.meets() ? 0 : 1;
   return ExitCode();
 }
@@ -227,6 +238,7 @@ Registrar reg(35, [](CLI::App& app) {
   cmd->callback([flags, cmd] {
     CapacityFlags f = *flags;
     f.cluster_given = cmd->count("--cluster") > 0;
+    f.command = cmd;
     Run(f);
   });
 });

@@ -20,4 +20,9 @@ CLI::App* Group(CLI::App& app, const std::string& name, const std::string& descr
   return sub;
 }
 
+std::vector<std::string>& CommandLine() {
+  static std::vector<std::string> args;
+  return args;
+}
+
 }  // namespace shardplan::cli

@@ -13,6 +13,10 @@ namespace shardplan::cli {
 // Set by a subcommand's callback; main returns it.
 int& ExitCode();
 
+// The arguments shardplan was started with (main sets them), for reports that say how they
+// were made.
+std::vector<std::string>& CommandLine();
+
 // The parent `name` subcommand of `app`, created on first use (e.g. "topology").
 CLI::App* Group(CLI::App& app, const std::string& name, const std::string& description);
 

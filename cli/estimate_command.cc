@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "cli/command.h"
+#include "cli/html_report.h"
 #include "cli/inputs.h"
 #include "cli/report.h"
 #include "planner/io/plan_file.h"
@@ -34,8 +35,15 @@ int Run(const EstimateFlags& f) {
     if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
   }
-  if (f.in.json) std::cout << PlanJson(p).dump(2) << "\n";
-  else std::cout << EstimateText(p);
+  const nlohmann::json j = PlanJson(p);
+  if (!f.in.html.empty()) {
+    nlohmann::json inputs = f.plan.empty() ? InputsJson(f.in) : nlohmann::json{{"plan", f.plan}};
+    const std::string title = "shardplan estimate: " + p.model.name + " on " + std::to_string(p.cluster.world_size()) +
+                              " x " + p.cluster.gpu.name + ", " + std::string(TaskName(p.workload.task));
+    if (Status s = WriteHtml(f.in.html, {"estimate", title, inputs, j}); !s.ok()) return Fail(s);
+  }
+  if (f.in.json) std::cout << j.dump(2) << "\n";
+  else std::cout << EstimateText(p) << (f.in.html.empty() ? "" : "wrote the HTML report to " + f.in.html + "\n");
   ExitCode() = p.memory.fits ? 0 : 1;
   return ExitCode();
 }

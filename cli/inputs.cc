@@ -12,7 +12,7 @@
 namespace shardplan::cli {
 
 void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
-  cmd->add_option("--model,-m", f.model, "built-in model name or a config.json / YAML path")->capture_default_str();
+  cmd->add_option("--model,-m", f.model, kModelHelp)->capture_default_str();
   cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name or a cluster YAML path")->capture_default_str();
   cmd->add_option("--nodes", f.nodes, "override the cluster's node count");
   cmd->add_option("--gpus-per-node", f.gpus_per_node, "override the cluster's GPUs per node");
@@ -25,6 +25,23 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
   if (with_layout) cmd->add_option("--layout,-l", f.layout, "key=value,... e.g. framework=megatron,tp=8,pp=2");
   cmd->add_option("--headroom", f.headroom, "memory kept free on every GPU for the fit test")->capture_default_str();
   cmd->add_flag("--json", f.json, "print JSON on stdout");
+  cmd->add_option("--html", f.html, "also write a self-contained HTML report (charts of the --json numbers) to this file");
+}
+
+nlohmann::json InputsJson(const InputFlags& f) {
+  nlohmann::json j;
+  j["model"] = f.model;
+  if (!f.cluster.empty()) j["cluster"] = f.cluster;
+  if (f.nodes > 0) j["nodes"] = f.nodes;
+  if (f.gpus_per_node > 0) j["gpus_per_node"] = f.gpus_per_node;
+  j["workload"] = f.workload.empty() ? (f.task.empty() ? "pretrain" : f.task) : f.workload;
+  if (f.seq_len > 0) j["seq_len"] = f.seq_len;
+  if (f.global_batch > 0) j["global_batch"] = f.global_batch;
+  if (!f.precision.empty()) j["precision"] = f.precision;
+  if (!f.optimizer.empty()) j["optimizer"] = f.optimizer;
+  if (!f.layout.empty()) j["layout"] = f.layout;
+  j["headroom"] = f.headroom;
+  return j;
 }
 
 StatusOr<Inputs> LoadInputs(const InputFlags& f) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "planner/layout.h"
 #include "planner/memory_model.h"
@@ -16,6 +17,12 @@
 #include "topology/cluster_spec.h"
 
 namespace shardplan::cli {
+
+// --help of --model: the order in which a reference is resolved (planner/io/model_reader.h).
+inline constexpr const char* kModelHelp =
+    "a config.json or YAML file, or a model folder holding config.json; else a built-in name "
+    "(llama-3.1-70b); else a hub id org/name[@revision] read from the local Hugging Face cache "
+    "(never the network)";
 
 struct InputFlags {
   std::string model = "llama-3.1-8b";
@@ -27,6 +34,7 @@ struct InputFlags {
   std::string layout;
   std::string headroom = "2 GiB";
   bool json = false;
+  std::string html;  // also write a self-contained HTML report here
 };
 
 struct Inputs {
@@ -42,6 +50,9 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout);
 StatusOr<Inputs> LoadInputs(const InputFlags& f);
 // Builds the Plan skeleton (refs and inputs) from flags and a resolved layout.
 Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved);
+
+// The inputs as the user named them, for a report's header.
+nlohmann::json InputsJson(const InputFlags& f);
 
 // Prints a Status to stderr and records its exit code; returns it.
 int Fail(const Status& s);

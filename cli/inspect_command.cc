@@ -103,7 +103,7 @@ struct InspectFlags {
 Registrar reg(10, [](CLI::App& app) {
   auto flags = std::make_shared<InspectFlags>();
   CLI::App* cmd = app.add_subcommand("inspect", "exact parameter counts and weight bytes of a model");
-  cmd->add_option("--model,-m,model", flags->model, "built-in model name or a config.json / YAML path")->required();
+  cmd->add_option("--model,-m,model", flags->model, kModelHelp)->required();
   cmd->add_flag("--json", flags->json, "print JSON on stdout");
   cmd->callback([flags] {
     auto m = LoadModel(flags->model);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cli/command.h"
+#include "cli/html_report.h"
 #include "cli/inputs.h"
 #include "cli/report.h"
 #include "cli/table.h"
@@ -24,6 +25,19 @@ struct PlanFlags {
   int threads = 0;
 };
 
+// Fitting layouts kept for the --json `seen` points (and the --html scatter), besides the
+// Pareto frontier and the closest misses: enough to show the cloud's shape, small in JSON.
+constexpr int kChartSample = 200;
+
+nlohmann::json SeenJson(const SearchResult& r, bool inference) {
+  nlohmann::json points = nlohmann::json::array();
+  for (const SeenLayout& s : r.seen)
+    points.push_back({{"layout", FormatLayout(s.layout)}, {"compact", CompactLayout(s.layout, inference)},
+                      {"peak_bytes", s.peak_bytes}, {"step_seconds", s.step_seconds},
+                      {"tokens_per_second_per_gpu", s.tokens_per_second_per_gpu}, {"fits", s.fits}, {"pareto", s.pareto}});
+  return {{"sample", kChartSample}, {"points", points}};
+}
+
 Plan ToPlan(const PlanFlags& f, const Inputs& in, const Candidate& cand) {
   Plan p = MakePlan(f.in, in, cand.layout);
   p.memory = cand.memory;
@@ -40,6 +54,7 @@ int Run(const PlanFlags& f) {
   opt.fixed = in->layout;
   opt.memory = in->memory;
   opt.threads = f.threads;
+  opt.sample = kChartSample;
   if (!f.frameworks.empty()) {
     opt.frameworks.clear();
     for (const std::string& name : f.frameworks) {
@@ -67,7 +82,7 @@ int Run(const PlanFlags& f) {
     Status s = SavePlan(ToPlan(f, *in, r.plans.front()), f.output);
     if (!s.ok()) return Fail(s);
   }
-  if (f.in.json) {
+  if (f.in.json || !f.in.html.empty()) {
     nlohmann::json j;
     j["plans"] = nlohmann::json::array();
     for (const Candidate& c : r.plans) j["plans"].push_back(PlanJson(ToPlan(f, *in, c)));
@@ -81,8 +96,15 @@ int Run(const PlanFlags& f) {
       j["binding"] = r.binding;
       j["advice"] = r.advice;
     }
-    std::cout << j.dump(2) << "\n";
-  } else {
+    j["seen"] = SeenJson(r, !in->workload.training());
+    if (!f.in.html.empty()) {
+      const std::string title = "shardplan plan: " + in->model.name + " on " + std::to_string(in->cluster.world_size()) +
+                                " x " + in->cluster.gpu.name + ", " + std::string(TaskName(in->workload.task));
+      if (Status s = WriteHtml(f.in.html, {"plan", title, InputsJson(f.in), j}); !s.ok()) return Fail(s);
+    }
+    if (f.in.json) std::cout << j.dump(2) << "\n";
+  }
+  if (!f.in.json) {
     const bool inference = !in->workload.training();
     std::cout << in->model.name << " (" << Thousands(CountParams(in->model).total) << " params) on "
               << in->cluster.world_size() << " x " << in->cluster.gpu.name << ", " << TaskName(in->workload.task);
@@ -109,6 +131,7 @@ int Run(const PlanFlags& f) {
       for (size_t i = 0; i < r.plans.size(); ++i) std::cout << i + 1 << ". " << r.plans[i].reason << "\n";
       if (!f.output.empty()) std::cout << "\nwrote plan #1 to " << f.output << "\n";
     }
+    if (!f.in.html.empty()) std::cout << "wrote the HTML report to " << f.in.html << "\n";
   }
   ExitCode() = r.plans.empty() ? 1 : 0;
   return ExitCode();

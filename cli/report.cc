@@ -1,6 +1,7 @@
 #include "cli/report.h"
 
 #include "cli/table.h"
+#include "planner/memory_terms.h"
 #include "planner/recipe.h"
 #include "planner/strings.h"
 #include "planner/units.h"
@@ -46,20 +47,31 @@ nlohmann::json LayoutJson(const Layout& l) {
   return j;
 }
 
-nlohmann::json MemoryJson(const MemoryEstimate& e) {
+nlohmann::json MemoryJson(const MemoryEstimate& e, double fragmentation) {
   const StageMemory& s = e.fullest();
-  nlohmann::json terms = nlohmann::json::object();
-  for (const MemoryTerm& t : s.terms) terms[t.name] = t.bytes;
+  nlohmann::json terms = nlohmann::json::object(), live = nlohmann::json::object();
+  for (const MemoryTerm& t : s.terms) {
+    terms[t.name] = t.bytes;
+    live[t.name] = {{"first", PhaseName(t.first)}, {"last", PhaseName(t.last)}, {"pool", PoolName(t.pool)}};
+  }
   nlohmann::json per_gpu = {{"peak_bytes", s.device_peak}, {"reserved_peak_bytes", s.reserved_peak},
                             {"allocated_peak_bytes", s.allocated_peak}, {"capacity_bytes", e.capacity_bytes},
                             {"headroom_bytes", e.headroom_bytes}, {"headroom_required_bytes", e.headroom_required_bytes},
                             {"fits", e.fits}, {"stage", s.stage}, {"peak_phase", PhaseName(s.peak_phase)},
-                            {"terms", terms}};
+                            {"terms", terms}, {"live", live}};
   nlohmann::json stages = nlohmann::json::array();
-  for (const StageMemory& st : e.stages)
+  for (const StageMemory& st : e.stages) {
+    nlohmann::json st_terms = nlohmann::json::object(), phases = nlohmann::json::array();
+    for (const MemoryTerm& t : st.terms) st_terms[t.name] = t.bytes;
+    for (int ph = 0; ph < kPhaseCount; ++ph) {
+      const PhaseUsage u = UsageAt(st, static_cast<Phase>(ph), fragmentation);
+      phases.push_back({{"phase", PhaseName(static_cast<Phase>(ph))}, {"allocated_bytes", u.allocated},
+                        {"reserved_bytes", u.reserved}, {"device_bytes", u.device}});
+    }
     stages.push_back({{"stage", st.stage}, {"layers", st.layers}, {"peak_bytes", st.device_peak},
                       {"reserved_peak_bytes", st.reserved_peak}, {"allocated_peak_bytes", st.allocated_peak},
-                      {"peak_phase", PhaseName(st.peak_phase)}});
+                      {"peak_phase", PhaseName(st.peak_phase)}, {"terms", st_terms}, {"phases", phases}});
+  }
   return {{"per_gpu", per_gpu}, {"per_stage", stages}, {"per_node_host_bytes", e.per_node_host_bytes},
           {"per_node_nvme_bytes", e.per_node_nvme_bytes}};
 }
@@ -84,7 +96,9 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"assumed", assumed}};
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included
-  j["memory"] = MemoryJson(p.memory);
+  const double frag = p.memory_options.fragmentation >= 0 ? p.memory_options.fragmentation
+                                                         : DefaultFragmentation(p.layout, p.workload);
+  j["memory"] = MemoryJson(p.memory, frag);
   nlohmann::json time_terms = nlohmann::json::object();
   for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
   j["time"] = {{"step_seconds", p.time.step_seconds}, {"tokens_per_second_per_gpu", p.time.tokens_per_second_per_gpu},

@@ -2,6 +2,10 @@
 // the local node's GPUs as a cluster YAML that `shardplan plan --cluster` reads. With the
 // --from-* flags it reads nvidia-smi outputs captured on a GPU node instead of this machine.
 // stdout: the YAML (or, with -o, a summary; with --json, JSON); notes go to stderr.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -61,8 +65,21 @@ nlohmann::json ToJson(const Discovery& d, const std::string& output) {
 int Run(const DiscoverFlags& f) {
   DiscoverOptions options;
   options.name = f.name;
+  // Steps on stderr only for a person watching a terminal; files and pipes stay quiet.
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const auto start = std::chrono::steady_clock::now();
+  bool shown = false;
+  std::function<void(const std::string&)> progress;
+  if (tty && f.from_topo.empty()) {
+    progress = [&](const std::string& what) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "\rdiscovering: %s (%.1f s)\033[K", what.c_str(), s);
+      shown = true;
+    };
+  }
   StatusOr<Discovery> d =
-      f.from_topo.empty() ? DiscoverLocal(options) : DiscoverFromFiles(f.from_topo, f.from_query, options);
+      f.from_topo.empty() ? DiscoverLocal(options, progress) : DiscoverFromFiles(f.from_topo, f.from_query, options);
+  if (shown) std::fprintf(stderr, "\r\033[K");
   if (!d.ok()) return Fail(d.status().WithContext("topology discover"));
   ClusterYamlOptions yaml_options;
   yaml_options.header = DiscoveryComments(*d);

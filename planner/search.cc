@@ -44,6 +44,78 @@ bool Better(const Candidate& a, const Candidate& b) {
   return a.time.tokens_per_second_per_gpu > b.time.tokens_per_second_per_gpu;
 }
 
+// A layout's hash (FNV-1a of its string): which fits the sample keeps, independent of the
+// order in which threads price them.
+uint64_t LayoutKey(const Layout& l) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : FormatLayout(l)) h = (h ^ ch) * 1099511628211ull;
+  return h;
+}
+
+// Faster or equal and smaller or equal; between equals, the smaller key (so the frontier
+// does not depend on which thread priced a layout first).
+bool Dominates(const SeenLayout& a, const SeenLayout& b) {
+  if (a.step_seconds > b.step_seconds || a.peak_bytes > b.peak_bytes) return false;
+  return a.step_seconds < b.step_seconds || a.peak_bytes < b.peak_bytes || a.key < b.key;
+}
+
+constexpr size_t kClosestMisses = 16;
+
+// What a search saw, bounded: the Pareto frontier of fits, the fits with the smallest keys,
+// the misses that came closest. Merging two collectors gives what one would have kept.
+struct Seen {
+  size_t sample = 0;
+  std::vector<SeenLayout> frontier, kept, misses;
+
+  void Fit(const SeenLayout& s) {
+    Frontier(s);
+    Keep(s);
+  }
+  void Frontier(const SeenLayout& s) {
+    if (std::none_of(frontier.begin(), frontier.end(),
+                     [&](const SeenLayout& f) { return f.key == s.key || Dominates(f, s); })) {
+      std::erase_if(frontier, [&](const SeenLayout& f) { return Dominates(s, f); });
+      frontier.push_back(s);
+    }
+  }
+  void Keep(SeenLayout s) {
+    auto by_key = [](const SeenLayout& a, const SeenLayout& b) { return a.key < b.key; };  // max-heap on key
+    if (kept.size() < sample) {
+      kept.push_back(std::move(s));
+      std::push_heap(kept.begin(), kept.end(), by_key);
+    } else if (!kept.empty() && s.key < kept.front().key) {
+      std::pop_heap(kept.begin(), kept.end(), by_key);
+      kept.back() = std::move(s);
+      std::push_heap(kept.begin(), kept.end(), by_key);
+    }
+  }
+  void Miss(SeenLayout s) {
+    auto closer = [](const SeenLayout& a, const SeenLayout& b) {
+      return a.peak_bytes != b.peak_bytes ? a.peak_bytes < b.peak_bytes : a.key < b.key;
+    };
+    if (misses.size() >= kClosestMisses && !closer(s, misses.back())) return;
+    misses.insert(std::upper_bound(misses.begin(), misses.end(), s, closer), std::move(s));
+    if (misses.size() > kClosestMisses) misses.pop_back();
+  }
+  void Merge(const Seen& o) {
+    for (const SeenLayout& s : o.frontier) Frontier(s);
+    for (const SeenLayout& s : o.kept) Keep(s);
+    for (const SeenLayout& s : o.misses) Miss(s);
+  }
+  std::vector<SeenLayout> Result() const {
+    std::vector<SeenLayout> out;
+    for (const SeenLayout& f : frontier) out.push_back(f), out.back().pareto = true;
+    for (const SeenLayout& k : kept)
+      if (std::none_of(frontier.begin(), frontier.end(), [&](const SeenLayout& f) { return f.key == k.key; }))
+        out.push_back(k);
+    std::sort(out.begin(), out.end(), [](const SeenLayout& a, const SeenLayout& b) {
+      return a.step_seconds != b.step_seconds ? a.step_seconds < b.step_seconds : a.key < b.key;
+    });
+    out.insert(out.end(), misses.begin(), misses.end());
+    return out;
+  }
+};
+
 struct Worker {
   // Prices on the fast path (first and last stage) and keeps `keep` best candidates.
   Worker(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
@@ -63,6 +135,7 @@ struct Worker {
   int64_t considered = 0, estimated = 0, feasible = 0;
   bool has_closest = false;
   Candidate closest;
+  Seen seen;
 
   void Offer(Candidate&& cand) {
     if (best.size() >= keep && !Better(cand, best.back())) return;
@@ -88,11 +161,15 @@ struct Worker {
     ++estimated;
     MemoryEstimate e = models.memory(m, w, *l, c, fast);
     if (!e.fits) {
+      if (opt.sample > 0) seen.Miss({*l, e.fullest().device_peak, 0, 0, false, false, LayoutKey(*l)});
       Miss(*l, std::move(e));
       return Outcome::kNoFit;
     }
     ++feasible;
     Candidate cand{*l, std::move(e), models.time(m, w, *l, c), {}};
+    if (opt.sample > 0)
+      seen.Fit({*l, cand.memory.fullest().device_peak, cand.time.step_seconds, cand.time.tokens_per_second_per_gpu, true,
+                false, LayoutKey(*l)});
     Offer(std::move(cand));
     return Outcome::kFit;
   }
@@ -150,6 +227,7 @@ SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpe
   std::vector<Worker> workers;
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back(m, w, c, opt, models, static_cast<size_t>(std::max(1, opt.top_k) * 8));
+    workers.back().seen.sample = static_cast<size_t>(std::max(0, opt.sample));
   }
   std::atomic<int64_t> next{0};
   auto run = [&](Worker& wk) {
@@ -166,7 +244,10 @@ SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpe
 
   SearchResult r;
   std::vector<Candidate> all;
+  Seen seen;
+  seen.sample = static_cast<size_t>(std::max(0, opt.sample));
   for (Worker& wk : workers) {
+    seen.Merge(wk.seen);
     r.considered += wk.considered;
     r.estimated += wk.estimated;
     r.feasible += wk.feasible;
@@ -184,6 +265,7 @@ SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpe
     cand.time = models.detailed_time(m, w, cand.layout, c);
     r.plans.push_back(std::move(cand));
   }
+  if (opt.sample > 0) r.seen = seen.Result();
   for (Candidate& p : r.plans) p.reason = ExplainPlan(m, c, p, r.plans.empty() ? nullptr : &r.plans.front());
   if (r.plans.empty()) ExplainMiss(m, w, c, opt, models, r);
   return r;

@@ -42,6 +42,21 @@ struct SearchOptions {
   bool advise = true;                // nothing fits: run the smaller searches behind `advice`
   // Called now and then with (groups done, groups total), from worker threads.
   std::function<void(int64_t, int64_t)> progress;
+  // > 0: SearchResult::seen keeps the layouts priced on the way, for a chart: every fitting
+  // layout on the Pareto frontier of step time and peak memory, a sample of up to `sample`
+  // other fits (the same whatever the thread count), and the 16 closest misses.
+  int sample = 0;
+};
+
+// A layout priced by the search, in the few numbers a chart needs.
+struct SeenLayout {
+  Layout layout;
+  int64_t peak_bytes = 0;            // device peak of the fullest stage
+  double step_seconds = 0;           // 0 for a miss (not priced for time)
+  double tokens_per_second_per_gpu = 0;
+  bool fits = false;
+  bool pareto = false;               // no other fit is both faster and smaller
+  uint64_t key = 0;                  // a hash of the layout: picks the sample
 };
 
 struct Candidate {
@@ -60,6 +75,7 @@ struct SearchResult {
   Candidate closest;                 // when nothing fits: the smallest overshoot
   std::string binding;               // which constraint bound the closest
   std::vector<std::string> advice;   // what would make it fit, with numbers
+  std::vector<SeenLayout> seen;      // with SearchOptions::sample; fits by step time, then misses
 };
 
 SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,

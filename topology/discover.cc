@@ -302,15 +302,20 @@ StatusOr<Discovery> DiscoverWithNvidiaSmi(const CommandRunner& run, const Discov
   return Combine(topo, gpus, "nvidia-smi" + driver, options);
 }
 
-StatusOr<Discovery> DiscoverLocal(DiscoverOptions options) {
+StatusOr<Discovery> DiscoverLocal(DiscoverOptions options, const std::function<void(const std::string&)>& progress) {
   if (options.name.empty()) {
     char host[256] = {};
     if (gethostname(host, sizeof host - 1) == 0) options.name = host;
   }
+  auto step = [&](const std::string& what) {
+    if (progress) progress(what);
+  };
   if (options.host_memory_bytes == 0) options.host_memory_bytes = HostMemoryBytes();
   std::string nvml_problem;
+  step("loading NVML");
   StatusOr<NvmlFunctions> nvml = LoadNvml();
   if (nvml.ok()) {
+    step("reading the GPUs and their links through NVML");
     StatusOr<Discovery> d = DiscoverFromNvml(*nvml, options);
     if (d.ok()) return d;
     nvml_problem = d.status().message();
@@ -320,6 +325,7 @@ StatusOr<Discovery> DiscoverLocal(DiscoverOptions options) {
   if (!OnPath("nvidia-smi"))
     return Status::Internal("cannot discover GPUs on this machine: " + nvml_problem +
                             ", and nvidia-smi is not on PATH. " + kCaptureHint);
+  step("running nvidia-smi");
   StatusOr<Discovery> d = DiscoverWithNvidiaSmi(RunCommand, options);
   if (!d.ok())
     return Status::Internal("NVML: " + nvml_problem + "; nvidia-smi: " + d.status().message() + ". " + kCaptureHint);

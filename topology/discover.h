@@ -74,8 +74,10 @@ StatusOr<std::string> RunCommand(const std::string& command);
 StatusOr<Discovery> DiscoverWithNvidiaSmi(const CommandRunner& run, const DiscoverOptions& options);
 
 // The live machine: NVML, else nvidia-smi. Neither available is Internal (exit 3), with a
-// message that says how to capture the outputs on the GPU node instead.
-StatusOr<Discovery> DiscoverLocal(DiscoverOptions options);
+// message that says how to capture the outputs on the GPU node instead. `progress` (may be
+// empty) is called with each step as it starts ("loading NVML", ...).
+StatusOr<Discovery> DiscoverLocal(DiscoverOptions options,
+                                  const std::function<void(const std::string&)>& progress = {});
 
 // Comment lines for the top of the written YAML (without "# "), and its `source:` value.
 std::vector<std::string> DiscoveryComments(const Discovery& d);

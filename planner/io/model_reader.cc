@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 
+#include "configs/builtin.h"
+#include "planner/io/hub_cache.h"
 #include "planner/quantization.h"
 #include "planner/strings.h"
 
@@ -563,13 +565,37 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
 }  // namespace
 
 StatusOr<ModelSpec> LoadModel(const std::string& ref) {
-  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));
-  std::string name = ref;
-  if (doc.name().rfind("builtin:", 0) != 0) {
-    std::filesystem::path p(ref);
-    name = p.stem() == "config" && p.has_parent_path() ? p.parent_path().filename().string() : p.stem().string();
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // 1. An existing file, or a folder holding config.json (a local checkout or snapshot).
+  if (fs::exists(ref, ec)) {
+    fs::path p(ref);
+    if (fs::is_directory(p, ec)) {
+      if (!fs::exists(p / "config.json", ec))
+        return Status::BadInput(ref + ": is a directory without a config.json; give a config.json or YAML model file, "
+                                      "or a model folder that holds config.json");
+      SP_ASSIGN_OR_RETURN(Document doc, Document::Load((p / "config.json").string()));
+      const fs::path folder = p.lexically_normal();
+      return ParseModel(doc, (folder.has_filename() ? folder : folder.parent_path()).filename().string());
+    }
+    SP_ASSIGN_OR_RETURN(Document doc, Document::Load(ref));
+    return ParseModel(doc, p.stem() == "config" && p.has_parent_path() ? p.parent_path().filename().string()
+                                                                        : p.stem().string());
   }
-  return ParseModel(doc, name);
+  // 2. A built-in name (configs/models/).
+  if (FindBuiltin("models", ref)) {
+    SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));
+    return ParseModel(doc, ref);
+  }
+  // 3. A hub id, through the local Hugging Face cache.
+  if (std::optional<HubId> id = ParseHubId(ref)) {
+    SP_ASSIGN_OR_RETURN(std::string path, FindCachedConfig(*id, HubCacheDir()));
+    SP_ASSIGN_OR_RETURN(Document doc, Document::Load(path));
+    return ParseModel(doc, ref);
+  }
+  // Neither: the built-in or file error, with its did-you-mean.
+  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("models", ref));
+  return ParseModel(doc, ref);
 }
 
 }  // namespace shardplan

@@ -18,7 +18,9 @@ StatusOr<ModelSpec> ParseModel(const Document& doc, const std::string& display_n
 StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& node, const std::string& display_name);
 // Writes the spec back as HF config keys that ParseModel reads to the same spec.
 std::string ModelToYaml(const ModelSpec& m, int indent);
-// `ref` is a built-in name (configs/models/) or a path.
+// `ref`, tried in this order: an existing file (config.json or YAML) or a folder holding
+// config.json; a built-in name (configs/models/); a hub id `org/name[@revision]` read from
+// the local Hugging Face cache (planner/io/hub_cache.h).
 StatusOr<ModelSpec> LoadModel(const std::string& ref);
 
 // Checks sizes a real model can have; the error names the key.

@@ -105,6 +105,21 @@ printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
 check encoder-decoder 2 -- "$bin" inspect --model "$tmp/t5.json"
 expect encoder-decoder-msg "$tmp/err" "is an encoder-decoder model, which shardplan does not support"
 
+# Hub ids through a Hugging Face cache laid out as huggingface_hub writes it (config.json a
+# symlink into blobs/); HF_HUB_CACHE wins over HF_HOME; nothing cached exits 2 with the fetch.
+hub="$tmp/hf/hub/models--acme--tiny-llama"
+mkdir -p "$hub/blobs" "$hub/refs" "$hub/snapshots/1111111111111111111111111111111111111111"
+printf '{"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}\n' >"$hub/blobs/9f86d0"
+printf '1111111111111111111111111111111111111111' >"$hub/refs/main"
+ln -s ../../blobs/9f86d0 "$hub/snapshots/1111111111111111111111111111111111111111/config.json"
+check hub-inspect 0 -- env HF_HUB_CACHE="$tmp/hf/hub" HF_HOME=/nonexistent "$bin" inspect --model acme/tiny-llama --json
+json hub-inspect-params 'j["params_total"] == 1824000'
+check hub-hf-home 0 -- env -u HF_HUB_CACHE HF_HOME="$tmp/hf" "$bin" estimate --model acme/tiny-llama --cluster dgx-h100 --layout tp=1 --json
+json hub-estimate-name 'j["model"]["name"] == "acme/tiny-llama" and j["model"]["params_total"] == 1824000'
+check hub-missing 2 -- env HF_HUB_CACHE="$tmp/hf/hub" "$bin" plan --model acme/tiny-llama@v2
+expect hub-missing-msg "$tmp/err" "hf download acme/tiny-llama config.json --revision v2"
+[[ ! -s "$tmp/out" ]] && passed=$((passed + 1)) || { echo "FAIL hub-missing: stdout not empty"; failed=$((failed + 1)); }
+
 # capacity: per GPU kind, the smallest cluster that meets the target, priced by the search
 check capacity-train 0 -- "$bin" capacity --model llama-3.1-8b --tokens 2T --deadline 5d --global-batch 512 --gpu h100,b200 --max-gpus 1024
 expect capacity-train-table "$tmp/out" "the smallest size that meets the target"
@@ -148,6 +163,16 @@ check emit-force 0 -- "$bin" emit "$tmp/plan.yaml" --format all --launcher slurm
 # validate: print the cluster command without running it
 check validate-print 0 -- "$bin" validate "$tmp/plan.yaml" --print-command
 expect validate-print-cmd "$tmp/out" "mpirun"
+
+# Progress on stderr only for a terminal: quiet into a file, shown under a pseudo-terminal.
+check validate-host-quiet 0 -- "$bin" validate "$tmp/plan.yaml" --backend host --ranks 0
+if grep -q "rehearsing" "$tmp/err"; then echo "FAIL validate-host-quiet: progress in a redirected stderr"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+"$bin" topology discover >/dev/null 2>"$tmp/err"
+if grep -q "discovering:" "$tmp/err"; then echo "FAIL discover-quiet: progress in a redirected stderr"; failed=$((failed + 1)); else passed=$((passed + 1)); fi
+if command -v script >/dev/null; then
+  script -qec "$bin topology discover" /dev/null >"$tmp/tty" 2>&1 </dev/null
+  expect discover-tty-progress "$tmp/tty" "discovering: loading NVML"
+fi
 
 # explain-oom: a verdict for a real message, exit 2 for text that is not one
 check explain-oom 0 -- "$bin" explain-oom "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity; 12.13 GiB already allocated; 1.67 GiB free; 12.52 GiB reserved in total by PyTorch)"

@@ -115,3 +115,39 @@ TEST(Search, InferencePrefersTheRequestedFormat) {
 
 }  // namespace
 }  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+// SearchOptions::sample: the fits a chart shows are the same whatever the thread count;
+// the frontier holds no point another fit beats on both step time and memory.
+TEST(Search, SeenLayoutsForCharts) {
+  ModelSpec m = *LoadModel("llama-3.1-70b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  c.nodes = 4;
+  SearchOptions opt;
+  opt.sample = 50;
+  opt.threads = 1;
+  SearchResult one = Search(m, Train(8192, 64), c, opt);
+  opt.threads = 4;
+  SearchResult four = Search(m, Train(8192, 64), c, opt);
+  ASSERT_EQ(one.seen.size(), four.seen.size());
+  for (size_t i = 0; i < one.seen.size(); ++i) EXPECT_EQ(one.seen[i].key, four.seen[i].key) << i;
+  std::vector<SeenLayout> fits, frontier;
+  for (const SeenLayout& s : one.seen) {
+    if (s.fits) fits.push_back(s);
+    if (s.pareto) frontier.push_back(s);
+  }
+  EXPECT_GE(fits.size(), 50u);
+  EXPECT_LE(fits.size(), 50u + frontier.size());
+  ASSERT_FALSE(frontier.empty());
+  for (const SeenLayout& f : frontier)
+    for (const SeenLayout& s : fits)
+      EXPECT_FALSE(s.step_seconds < f.step_seconds && s.peak_bytes < f.peak_bytes);
+  // The fastest layout seen is the top plan's speed (the plans are re-priced on every stage).
+  EXPECT_NEAR(fits.front().step_seconds, one.plans.front().time.step_seconds, 0.01 * one.plans.front().time.step_seconds);
+  EXPECT_TRUE(Search(m, Train(8192, 64), c, SearchOptions()).seen.empty());  // off by default
+}
+
+}  // namespace
+}  // namespace shardplan
