@@ -43,14 +43,7 @@ void MoeLayers(Out& o, const ModelSpec& m) {
   o.Key("decoder_sparse_step", 1);
 }
 
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string Quoted(const std::string& s) { return YamlQuoted(s); }
 
 std::string NameList(const std::vector<std::string>& names) {
   std::string list = "[";
