@@ -1,7 +1,12 @@
 #include "launch/output_dir.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <stdio.h>  // renameat2
 #include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -19,12 +24,19 @@ Status CheckNames(const std::vector<EmittedFile>& files) {
   return Status::Ok();
 }
 
+// Marks a directory emit created, so a later emit may add to it; a directory the user made
+// for something else is left alone unless --force.
+constexpr char kMarker[] = ".shardplan-emit";
+
 Status CheckConflicts(const fs::path& dir, const std::vector<EmittedFile>& files, bool force) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return Status::Ok();
   if (!fs::is_directory(dir, ec))
     return Status::BadInput(dir.string() + ": exists and is not a directory");
   if (force) return Status::Ok();
+  if (!fs::is_empty(dir, ec) && !fs::exists(dir / kMarker, ec))
+    return Status::BadInput(dir.string() + ": exists and was not written by `shardplan emit` (no " + kMarker +
+                            "); choose a new directory or pass --force to write into it");
   for (const EmittedFile& f : files)
     if (fs::exists(dir / f.name, ec))
       return Status::BadInput(fmt::format("{}: exists; pass --force to overwrite", (dir / f.name).string()));
@@ -78,17 +90,11 @@ Status Swap(const fs::path& dir, const fs::path& tmp) {
     fs::rename(tmp, dir, ec);
     return ec ? Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message())) : Status::Ok();
   }
-  fs::path old = tmp;
-  old += ".old";
-  fs::rename(dir, old, ec);
-  if (ec) return Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message()));
-  fs::rename(tmp, dir, ec);
-  if (ec) {
-    std::error_code undo;
-    fs::rename(old, dir, undo);  // put the original back
-    return Status::Internal(fmt::format("{}: rename: {}", dir.string(), ec.message()));
-  }
-  fs::remove_all(old, ec);
+  // One atomic exchange: at every instant `dir` is the old directory or the new one, even if
+  // the process is killed here (two renames would leave a moment with no `dir` at all).
+  if (renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) != 0)
+    return Status::Internal(fmt::format("{}: rename: {}", dir.string(), std::strerror(errno)));
+  fs::remove_all(tmp, ec);  // now the old directory
   return Status::Ok();
 }
 
@@ -96,6 +102,7 @@ Status Fill(const fs::path& dir, const fs::path& tmp, const std::vector<EmittedF
   std::error_code ec;
   if (fs::exists(dir, ec)) SP_RETURN_IF_ERROR(CopyExisting(dir, tmp, files));
   for (const EmittedFile& f : files) SP_RETURN_IF_ERROR(WriteFile(tmp / f.name, f));
+  SP_RETURN_IF_ERROR(WriteFile(tmp / kMarker, {kMarker, "written by shardplan emit; its files may be replaced by the next emit\n", false}));
   return Swap(dir, tmp);
 }
 

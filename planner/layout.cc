@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <map>
 #include <numeric>
 
@@ -296,9 +297,47 @@ std::string AcModulesName(uint32_t modules) {
 
 std::string_view OffloadName(Offload o) { return o == Offload::kNone ? "none" : o == Offload::kCpu ? "cpu" : "nvme"; }
 
+// Each degree is at most 2^24, but the planner multiplies them (the world size, ep x etp,
+// the layers pp x vpp needs, a step's sequences); products past these bounds are no real
+// run, and in int they would wrap. The error quotes the largest item at fault.
+static Status CheckProducts(const Layout& l, const std::map<std::string, std::string>& items) {
+  constexpr int64_t kMaxGpus = int64_t{1} << 24;
+  struct Product {
+    std::vector<std::pair<const char*, int>> terms;
+    int64_t max;
+    const char* what;
+  };
+  const Product products[] = {
+      {{{"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp}, {"cp", l.cp}}, kMaxGpus, "GPUs"},
+      {{{"ep", l.ep}, {"etp", l.etp}}, kMaxGpus, "GPUs"},
+      {{{"pp", l.pp}, {"vpp", l.vpp}}, kMaxGpus, "virtual stages"},
+      {{{"mbs", l.mbs}, {"grad_accum", l.grad_accum}, {"dp", l.dp}}, int64_t{1} << 40, "sequences per step"},
+  };
+  auto fmt_product = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return std::string(buf);
+  };
+  for (const Product& p : products) {
+    double product = 1;  // four factors of 2^24 pass int64; a double compares them exactly enough
+    std::string names, worst;
+    int worst_value = 0;
+    for (const auto& [name, value] : p.terms) {
+      product *= value;
+      names += (names.empty() ? "" : " x ") + std::string(name);
+      if (value > worst_value && items.count(name)) worst_value = value, worst = items.at(name);
+    }
+    if (product > static_cast<double>(p.max))
+      return Status::BadInput("--layout: " + names + " = " + fmt_product(product) + " is past " + Num(p.max) + " " + p.what +
+                              " (\"" + worst + "\")");
+  }
+  return Status::Ok();
+}
+
 StatusOr<Layout> ParseLayout(std::string_view text) {
   Layout l;
   bool zero_set = false;
+  std::map<std::string, std::string> items;  // key -> the item as written, for errors
   for (const std::string& raw : Split(text, ',')) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
@@ -318,8 +357,10 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     SP_RETURN_IF_ERROR(SetKey(l, key, value));
     l.fixed |= info->bit;
     zero_set |= key == "zero";
+    items[key] = item;
   }
   if (!zero_set) l.zero = DefaultZero(l);
+  SP_RETURN_IF_ERROR(CheckProducts(l, items));
   return l;
 }
 

@@ -77,6 +77,7 @@ struct Layout {
   uint32_t fixed = 0;               // LayoutKey bits the user set
 
   int world() const { return dp * tp * pp * cp; }
+  bool operator==(const Layout&) const = default;
   // Size of the group that shards model states (ZeRO/FSDP); dp when no HSDP/hpZ group.
   int shard_degree() const { return shard_group > 0 ? shard_group : dp; }
 };

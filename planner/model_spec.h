@@ -32,6 +32,7 @@ struct CheckpointQuant {
   std::vector<int64_t> kept_expert;     // per layer: routed-expert params kept 16-bit (EP-split)
 
   bool quantized() const { return !method.empty(); }
+  bool operator==(const CheckpointQuant&) const = default;
 };
 
 struct ModelSpec {
@@ -92,6 +93,7 @@ struct ModelSpec {
   CheckpointQuant quant;            // quantization_config, when the checkpoint ships one
 
   bool is_moe() const { return experts > 0; }
+  bool operator==(const ModelSpec&) const = default;  // field by field: a read-back check
   int64_t q_width() const { return heads * head_dim; }      // width of the Q projection output
   int64_t kv_width() const { return kv_heads * head_dim; }  // width of K (and of V)
   int64_t moe_layer_count() const;

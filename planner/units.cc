@@ -63,8 +63,12 @@ std::string ListUnits(const std::vector<std::pair<const char*, double>>& table) 
 StatusOr<double> Scale(std::string_view text, const char* what,
                        const std::vector<std::pair<const char*, double>>& table) {
   SP_ASSIGN_OR_RETURN(Split s, SplitQuantity(text, what));
-  for (const auto& [name, factor] : table)
-    if (s.unit == name) return s.number * factor;
+  for (const auto& [name, factor] : table) {
+    if (s.unit != name) continue;
+    const double value = s.number * factor;
+    if (!std::isfinite(value)) return Status::BadInput(std::string(what) + " " + Quote(text) + " is past any real size");
+    return value;
+  }
   return Status::BadInput("unknown unit \"" + s.unit + "\" in " + what + " " + Quote(text) +
                           "; expected one of " + ListUnits(table));
 }

@@ -34,6 +34,7 @@ struct LoraSpec {
   int64_t rank = 16;                         // r
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj",
                                       "gate_proj", "up_proj", "down_proj"};
+  bool operator==(const LoraSpec&) const = default;
 };
 
 struct InferenceSpec {
@@ -43,6 +44,7 @@ struct InferenceSpec {
   Dtype weights = Dtype::kBf16;
   Dtype kv_cache = Dtype::kBf16;
   double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction
+  bool operator==(const InferenceSpec&) const = default;
 };
 
 struct Workload {
@@ -62,6 +64,7 @@ struct Workload {
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 
+  bool operator==(const Workload&) const = default;
   bool training() const { return task != Task::kInference; }
   bool lora_like() const { return task == Task::kLora || task == Task::kQlora; }
   int64_t context_len() const {              // tokens a sequence holds at its longest

@@ -20,6 +20,7 @@ struct GpuSpec {
   double memory_bandwidth = 0;       // bytes/s
   double nvlink_bandwidth = 0;       // bytes/s per GPU, one direction; 0 = no NVLink
   int compute_capability = 0;        // 90 for sm_90
+  bool operator==(const GpuSpec&) const = default;
 };
 
 struct LinkSpec {
@@ -27,6 +28,7 @@ struct LinkSpec {
   double bandwidth = 0;              // bytes/s, one direction: per GPU (intra) or per NIC (inter)
   double latency_s = 0;              // per message
   int nics_per_node = 0;             // inter-node only
+  bool operator==(const LinkSpec&) const = default;
 };
 
 struct ClusterSpec {
@@ -42,6 +44,7 @@ struct ClusterSpec {
   double nvme_bandwidth = 0;         // bytes/s per node
   std::vector<std::string> assumed;  // how the reader read what the file left loose ("H100" -> h100-sxm-80gb)
 
+  bool operator==(const ClusterSpec&) const = default;
   int world_size() const { return nodes * gpus_per_node; }
   // Bandwidth per GPU across nodes: the node's NICs shared by its GPUs.
   double inter_node_bandwidth_per_gpu() const {

@@ -219,6 +219,8 @@ StatusOr<TopoMatrix> ParseTopoMatrix(std::string_view text, const std::string& s
     return ErrorAt(source, lines[i].number, "expected the header of `nvidia-smi topo -m` (GPU0, GPU1, ..., CPU Affinity), got " +
                                                 Quote(Trim(lines[i].text)));
   SP_ASSIGN_OR_RETURN(Header h, ParseHeader(lines[i], source));
+  if (h.gpus == 0)  // "GPU0" inside a run-together cell names no column
+    return ErrorAt(source, lines[i].number, "the header names no GPU columns (GPU0, GPU1, ...), got " + Quote(Trim(lines[i].text)));
   TopoMatrix m;
   m.nics = h.nics;
   m.nic_devices = h.nics;

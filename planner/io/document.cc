@@ -71,7 +71,7 @@ bool StrictJsonObject(const std::string& text) {
 
 StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos)
-    return Status::BadInput(name + ": the file is empty; expected a mapping of keys");
+    return Status::BadInput(name + ":1:1: the file is empty; expected a mapping of keys");
   if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
     auto [line, col] = LineCol(text, bad);
     return Status::BadInput(name + ":" + std::to_string(line) + ":" + std::to_string(col) +
@@ -229,6 +229,28 @@ Status Document::CheckMisspelledKeys(const YAML::Node& map, const std::vector<st
       return ErrorAt(it->first, "unknown key '" + key + "', did you mean '" + hint + "'?");
   }
   return Status::Ok();
+}
+
+std::string YamlQuoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7F) {
+      out += "\\x" + Hex(u);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string ShortestNumber(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 StatusOr<Document> LoadBuiltinOrFile(std::string_view folder, const std::string& ref) {

@@ -70,6 +70,12 @@ auto Guarded(const Document& doc, F parse) -> decltype(parse()) {
 }
 
 
+// `s` as a double-quoted YAML scalar that reads back as exactly `s` (quotes, backslashes and
+// control characters escaped), for writers of names and other free text.
+std::string YamlQuoted(std::string_view s);
+// The shortest decimal that reads back as exactly `v` (std::to_chars), for writers.
+std::string ShortestNumber(double v);
+
 // Loads a named built-in (configs/<folder>/<name>.*) or a path. Names are tried first
 // unless `ref` contains a '/' or an extension.
 StatusOr<Document> LoadBuiltinOrFile(std::string_view folder, const std::string& ref);

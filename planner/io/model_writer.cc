@@ -43,14 +43,7 @@ void MoeLayers(Out& o, const ModelSpec& m) {
   o.Key("decoder_sparse_step", 1);
 }
 
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string Quoted(const std::string& s) { return YamlQuoted(s); }
 
 std::string NameList(const std::vector<std::string>& names) {
   std::string list = "[";
@@ -131,7 +124,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     Common(o, m);
   }
   if (t == "gpt_neox") o.Bool("use_parallel_residual", m.parallel_residual);
-  if (t == "mixtral") {
+  if (t == "mixtral" || t == "gpt_oss") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
   } else if (t == "qwen2_moe" || t == "qwen3_moe") {

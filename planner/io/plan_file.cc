@@ -16,11 +16,9 @@
 namespace shardplan {
 namespace {
 
-std::string Num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+// Every number as the shortest decimal that reads back the same, so a plan read and written
+// again holds the same cluster.
+std::string Num(double v) { return ShortestNumber(v); }
 
 std::string BytesText(int64_t b) { return std::to_string(b) + " B"; }
 std::string BandwidthText(double bps) { return Num(bps) + " B/s"; }
@@ -30,15 +28,15 @@ std::string LatencyText(double s) { return Num(s * 1e9) + " ns"; }
 std::string ClusterYaml(const ClusterSpec& c) {
   std::ostringstream o;
   const GpuSpec& g = c.gpu;
-  o << "  name: " << c.name << "\n  nodes: " << c.nodes << "\n  gpus_per_node: " << c.gpus_per_node << "\n";
-  o << "  gpu: {name: \"" << g.name << "\", display_name: \"" << g.display_name << "\", memory: " << BytesText(g.memory_bytes)
+  o << "  name: " << YamlQuoted(c.name) << "\n  nodes: " << c.nodes << "\n  gpus_per_node: " << c.gpus_per_node << "\n";
+  o << "  gpu: {name: " << YamlQuoted(g.name) << ", display_name: " << YamlQuoted(g.display_name) << ", memory: " << BytesText(g.memory_bytes)
     << ", bf16_tflops: " << Num(g.bf16_flops / 1e12) << ", fp16_tflops: " << Num(g.fp16_flops / 1e12)
     << ", fp8_tflops: " << Num(g.fp8_flops / 1e12) << ", fp32_tflops: " << Num(g.fp32_flops / 1e12)
     << ", memory_bandwidth: " << BandwidthText(g.memory_bandwidth) << ", nvlink_bandwidth: " << BandwidthText(g.nvlink_bandwidth)
     << ", compute_capability: " << g.compute_capability << "}\n";
-  o << "  intra_node: {fabric: " << c.intra_node.fabric << ", bandwidth: " << BandwidthText(c.intra_node.bandwidth)
+  o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << ", bandwidth: " << BandwidthText(c.intra_node.bandwidth)
     << ", latency: " << LatencyText(c.intra_node.latency_s) << "}\n";
-  o << "  inter_node: {fabric: " << c.inter_node.fabric << ", bandwidth: " << BandwidthText(c.inter_node.bandwidth)
+  o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << ", bandwidth: " << BandwidthText(c.inter_node.bandwidth)
     << ", nics_per_node: " << c.inter_node.nics_per_node << ", latency: " << LatencyText(c.inter_node.latency_s) << "}\n";
   o << "  host: {memory: " << BytesText(c.host_memory_bytes) << ", pcie_bandwidth: " << BandwidthText(c.pcie_bandwidth) << "}\n";
   o << "  nvme: {capacity: " << BytesText(c.nvme_bytes) << ", bandwidth: " << BandwidthText(c.nvme_bandwidth) << "}\n";
@@ -78,6 +76,19 @@ std::string RankMapYaml(const Plan& p) {
   return o.str();
 }
 
+// FNV-1a (64-bit) of the model as the plan writes it: a hand edit of the model section, which
+// would silently change every estimate the plan was chosen by, no longer matches.
+std::string ModelHash(const ModelSpec& m) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : ModelToYaml(m, 0)) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 }  // namespace
 
 std::string PlanToYaml(const Plan& p) {
@@ -86,11 +97,12 @@ std::string PlanToYaml(const Plan& p) {
        "# `shardplan estimate --plan FILE` recomputes the estimates from the inputs;\n"
        "# `shardplan emit FILE` writes framework configs; `shardplan validate FILE` rehearses it.\n"
        "version: 1\n";
-  if (!p.reason.empty()) o << "reason: \"" << p.reason << "\"\n";
-  o << "inputs:\n  model_ref: \"" << p.model_ref << "\"\n  cluster_ref: \"" << p.cluster_ref
-    << "\"\n  workload_ref: \"" << p.workload_ref << "\"\n  headroom: " << p.memory_options.headroom_bytes << " B\n";
+  if (!p.reason.empty()) o << "reason: " << YamlQuoted(p.reason) << "\n";
+  o << "inputs:\n  model_ref: " << YamlQuoted(p.model_ref) << "\n  cluster_ref: " << YamlQuoted(p.cluster_ref)
+    << "\n  workload_ref: " << YamlQuoted(p.workload_ref) << "\n  headroom: " << p.memory_options.headroom_bytes << " B\n"
+    << "  model_hash: \"" << ModelHash(p.model) << "\"   # of the model section; edit it and re-run `shardplan plan`\n";
   o << "# The model as Hugging Face config keys (read back by the same reader as config.json).\n";
-  o << "model:\n  name: \"" << p.model.name << "\"\n" << ModelToYaml(p.model, 2);
+  o << "model:\n  name: " << YamlQuoted(p.model.name) << "\n" << ModelToYaml(p.model, 2);
   o << "cluster:\n" << ClusterYaml(p.cluster);
   o << "workload:\n" << WorkloadToYaml(p.workload, 2);
   o << "# The layout; every key resolved (the --layout syntax).\nlayout: \"" << FormatLayout(p.layout) << "\"\n";
@@ -119,7 +131,8 @@ StatusOr<Plan> ParsePlanDocument(const Document& doc) {
     if (!root[key].IsDefined() || !root[key].IsMap()) return doc.ErrorAt(root, std::string(key) + ": missing; expected a mapping");
   Plan p;
   const YAML::Node inputs = root["inputs"];
-  SP_RETURN_IF_ERROR(doc.CheckKeys(inputs, {"model_ref", "cluster_ref", "workload_ref", "headroom"}));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(inputs, {"model_ref", "cluster_ref", "workload_ref", "headroom", "model_hash"}));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> model_hash, doc.String(inputs, "model_hash"));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> mref, doc.String(inputs, "model_ref"));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> cref, doc.String(inputs, "cluster_ref"));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> wref, doc.String(inputs, "workload_ref"));
@@ -130,6 +143,10 @@ StatusOr<Plan> ParsePlanDocument(const Document& doc) {
   if (headroom) p.memory_options.headroom_bytes = *headroom;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> model_name, doc.String(root["model"], "name"));
   SP_ASSIGN_OR_RETURN(p.model, ParseModelNode(doc, root["model"], model_name.value_or(p.model_ref)));
+  if (model_hash && *model_hash != ModelHash(p.model))
+    return doc.ErrorAt(inputs["model_hash"], "model_hash: the model section no longer matches the plan (" + ModelHash(p.model) +
+                                                 " now); it was edited after `shardplan plan` chose this layout. Re-run "
+                                                 "`shardplan plan`, or delete model_hash to keep the edit");
   SP_ASSIGN_OR_RETURN(p.cluster, ParseClusterNode(doc, root["cluster"]));
   SP_ASSIGN_OR_RETURN(p.workload, ParseWorkloadNode(doc, root["workload"]));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> layout_text, doc.String(root, "layout"));

@@ -140,12 +140,13 @@ namespace shardplan {
 std::string WorkloadToYaml(const Workload& w, int indent) {
   const std::string p(static_cast<size_t>(indent), ' ');
   std::string targets;
-  for (const std::string& t : w.lora.targets) targets += (targets.empty() ? "" : ", ") + t;
+  for (const std::string& t : w.lora.targets) targets += (targets.empty() ? "" : ", ") + YamlQuoted(t);
   std::string out;
-  out += p + "name: " + w.name + "\n";
+  out += p + "name: " + YamlQuoted(w.name) + "\n";
   out += p + "task: " + std::string(TaskName(w.task)) + "\n";
   out += p + "seq_len: " + std::to_string(w.seq_len) + "\n";
-  out += p + "global_batch: " + std::to_string(w.global_batch) + "\n";
+  // Left out when the workload left it out: the reader then makes one step what the layout runs.
+  if (w.global_batch_stated || !w.training()) out += p + "global_batch: " + std::to_string(w.global_batch) + "\n";
   out += p + "precision: " + std::string(DtypeName(w.precision)) + "\n";
   out += p + "optimizer: " + std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer)) + "\n";
   if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
@@ -154,8 +155,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]}\n";
-  char util[32];
-  std::snprintf(util, sizeof util, "%.4g", w.inference.gpu_memory_utilization);
+  const std::string util = ShortestNumber(w.inference.gpu_memory_utilization);
   out += p + "inference: {batch: " + std::to_string(w.inference.batch) + ", prompt_len: " +
          std::to_string(w.inference.prompt_len) + ", gen_len: " + std::to_string(w.inference.gen_len) +
          ", weights: " + std::string(DtypeName(w.inference.weights)) + ", kv_cache: " +

@@ -63,7 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
              "num_key_value_heads (5) must divide num_attention_heads (32)"},
         Case{"unknown model type", "c.json", "{\"model_type\": \"lama\"}", "unsupported \"lama\", did you mean 'llama'?"},
         Case{"no model type", "c.json", "{\"hidden_size\": 8}", "model_type: missing"},
-        Case{"empty file", "c.json", "", "c.json: the file is empty"},
+        Case{"empty file", "c.json", "", "c.json:1:1: the file is empty"},
         Case{"blank file", "c.yaml", "  \n\n", "the file is empty"},
         Case{"invalid JSON", "c.json", "{\n  \"model_type\": \"llama\",\n  \"hidden_size\": 4096,\n}", "c.json:4:1: invalid JSON"},
         Case{"invalid YAML", "c.yaml", "model_type: llama\n  hidden_size: [1, 2\n", "c.yaml:2:"},
