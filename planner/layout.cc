@@ -236,9 +236,13 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
   if (l.vpp > 1) {
     if (l.pp < 2) return Rule("vpp > 1 (interleaved pipeline) needs pp > 1");
     // Megatron splits uneven layer counts across virtual stages too
-    // (--decoder-first/last-pipeline-num-layers); each virtual stage needs a layer.
-    if (m.layers < static_cast<int64_t>(l.pp) * l.vpp)
-      return Rule("interleaving needs at least pp x vpp (" + Num(l.pp * l.vpp) + ") layers, the model has " + Num(m.layers));
+    // (--decoder-first/last-pipeline-num-layers); --account-for-embedding-in-pipeline-split
+    // and --account-for-loss-in-pipeline-split let the first and last virtual stage hold
+    // the embedding or the loss in a layer's place: Megatron-MoE-ModelZoo runs Qwen3-235B's
+    // 94 layers as pp=32 x vpp=3. Every other virtual stage needs a layer.
+    if (m.layers + 2 < static_cast<int64_t>(l.pp) * l.vpp)
+      return Rule("interleaving needs at least pp x vpp - 2 (" + Num(l.pp * l.vpp - 2) +
+                  ") layers (the embedding and the loss may take a virtual stage each), the model has " + Num(m.layers));
   }
   if (w.training() && l.cp > 1 && w.seq_len % (2 * l.cp) != 0)
     return Rule("cp (" + Num(l.cp) + "): the sequence (" + Num(w.seq_len) + ") must split into 2 x cp chunks (load-balanced ring attention)");
@@ -401,6 +405,16 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // parallelism): torchtitan, the FSDP stack that adds them, as Llama 3's own training did.
   if (!(l.fixed & kKeyFramework) && l.framework == Framework::kFsdp && w.training() && (l.pp > 1 || l.ep > 1 || l.cp > 1))
     l.framework = Framework::kTorchtitan;
+  // FSDP2 named with pipeline or expert parallelism: the composition torchtitan and NeMo
+  // AutoModel run (fully_shard on a mesh with PP stages and EP groups), priced as torchtitan.
+  if ((l.fixed & kKeyFramework) && l.framework == Framework::kFsdp && l.stack == Stack::kNative && w.training() &&
+      (l.pp > 1 || l.ep > 1))
+    l.framework = Framework::kTorchtitan;
+  // FSDP's CPUOffload(offload_params=True) moves gradients too and steps the optimizer on the
+  // CPU: parameter offload alone means the optimizer is offloaded as well.
+  if ((l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.offload_params == Offload::kCpu &&
+      !(l.fixed & kKeyOffloadOptimizer))
+    l.offload_optimizer = Offload::kCpu;
   if (!(l.fixed & kKeyFramework)) l.stack = DefaultStack(l.framework, w, c);
   SP_RETURN_IF_ERROR(CheckHeads(m, l));
   const int world = c.world_size();

@@ -82,12 +82,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         RuleCase{"qwen2.5-7b", "framework=megatron,tp=8,pp=2", "tp (8) must divide the attention heads (28)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,tp=2,pp=64", "must divide the GPUs"},
-        RuleCase{"llama-3.1-8b", "framework=megatron,pp=8,vpp=8", "at least pp x vpp (64) layers"},
+        RuleCase{"llama-3.1-8b", "framework=megatron,pp=8,vpp=8", "at least pp x vpp - 2 (62) layers"},
         RuleCase{"llama-3.1-8b", "framework=megatron,ep=2", "ep > 1 needs a mixture-of-experts model"},
         RuleCase{"mixtral-8x7b", "framework=megatron,ep=16", "ep (16) must divide the experts (8)"},
         RuleCase{"llama-3.1-8b", "framework=deepspeed,zero=2,offload_params=cpu", "offload_params needs zero=3"},
         RuleCase{"llama-3.1-8b", "framework=deepspeed,pp=2,zero=3", "pipeline engine supports ZeRO stage 0 or 1"},
-        RuleCase{"llama-3.1-8b", "framework=fsdp,pp=2", "has no pipeline or expert parallelism"},
+        RuleCase{"llama-3.1-8b", "framework=torchtune,pp=2", "has no pipeline or expert parallelism"},
         RuleCase{"llama-3.1-8b", "framework=torchtune,pp=2", "framework=torchtune has no pipeline"},
         RuleCase{"llama-3.1-8b", "framework=fsdp,offload_optimizer=nvme,offload_params=nvme", "NVMe offload is DeepSpeed"},
         RuleCase{"llama-3.1-8b", "framework=megatron,dp=4,tp=2", "must equal the GPUs used (16)"},
@@ -149,7 +149,25 @@ TEST(Layout, UnnamedFrameworkWithPipelineIsTorchtitan) {
   ASSERT_TRUE(l.ok()) << l.status().message();
   EXPECT_EQ(l->framework, Framework::kTorchtitan);
   EXPECT_EQ(f.Resolve("tp=8")->framework, Framework::kFsdp);
-  EXPECT_FALSE(f.Resolve("framework=fsdp,tp=8,pp=2").ok());  // named: its own rules hold
+  EXPECT_FALSE(f.Resolve("framework=hf,tp=8,pp=2").ok());  // HF Trainer has no pipeline
+}
+
+// What frameworks run that a narrower rule refused: FSDP2 composed with EP/PP (torchtitan,
+// NeMo AutoModel), FSDP's parameter offload (it takes the optimizer along), and Megatron
+// interleaving with fewer layers than virtual stages (Qwen3-235B, 94 layers, pp=32 x vpp=3).
+TEST(Layout, PublishedLayoutsFrameworksAccept) {
+  Fixture moe("qwen3-30b-a3b", "dgx-h100", 1);
+  auto ep = moe.Resolve("framework=fsdp,ep=8");
+  ASSERT_TRUE(ep.ok()) << ep.status().message();
+  EXPECT_EQ(ep->framework, Framework::kTorchtitan);
+  Fixture f("llama-3.1-8b", "dgx-h100", 1);
+  auto off = f.Resolve("framework=fsdp,offload_params=cpu");
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_EQ(off->offload_optimizer, Offload::kCpu);
+  EXPECT_FALSE(f.Resolve("framework=fsdp,offload_params=cpu,offload_optimizer=none").ok());
+  Fixture big("qwen3-235b-a22b", "dgx-h100", 32);
+  auto v = big.Resolve("framework=megatron,tp=2,pp=32,vpp=3,ep=8");
+  ASSERT_TRUE(v.ok()) << v.status().message();
 }
 
 // A workload that leaves the global batch out runs what the layout runs in one step.
