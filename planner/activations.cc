@@ -79,9 +79,13 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts) / d.sp_div;
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
-  // The permuted tokens (the experts' fc1 input), their intermediates, and their fc2 output,
-  // which the combine's probability gradient reads.
-  bytes += k * RoutedTokens(ctx, d) * (d.gi * d.h + MlpInner(ctx, fe, d.gi) + 2 * d.h);  // fe is already split by ETP
+  // The permuted tokens (the experts' fc1 input), their intermediates, and -- where the
+  // combine weights the experts' outputs by the router probabilities -- their fc2 output,
+  // which that product's gradient reads. Megatron-core multiplies the probabilities inside
+  // the activation instead (experts.py activation_func_with_probs, weighted SwiGLU), so
+  // its unpermute saves nothing more.
+  const double combine = ctx.l.framework == Framework::kMegatron ? 0 : 2 * d.h;
+  bytes += k * RoutedTokens(ctx, d) * (d.gi * d.h + MlpInner(ctx, fe, d.gi) + combine);  // fe is already split by ETP
   if (m.shared_experts > 0)
     bytes += sb * MlpInner(ctx, static_cast<double>(m.shared_experts * m.shared_intermediate), d.gi) / d.t;
   return bytes;

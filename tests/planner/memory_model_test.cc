@@ -126,6 +126,25 @@ TEST(Activations, Llama3_8bLayerAtEightK) {
   EXPECT_EQ(LayerActivationBytes(titan_ctx, 0, Recompute::kNone), attention + mlp);
 }
 
+// Megatron-core weights the experts' outputs inside the activation (weighted SwiGLU), so a
+// MoE layer saves no fc2 output per routed token; torchtitan's combine multiplies after the
+// experts and keeps it: 2h bytes x k x tokens x the imbalance allowance more.
+TEST(Activations, MoeCombineSavesTheExpertOutputOutsideMegatron) {
+  ModelSpec m = Model("qwen3-30b-a3b");
+  ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(4096, 8);
+  Layout meg = Resolve(m, w, c, "framework=megatron,ep=8");
+  Layout titan = Resolve(m, w, c, "framework=torchtitan,ep=8");
+  MemoryContext mc{m, w, meg, c}, tc{m, w, titan, c};
+  const double routed = 4096.0 * 8 * 1.1;  // s x k x kMoeImbalance
+  // The frameworks also differ in attention and SwiGLU fusion (about 55 MB here); the
+  // combine's saved output is the rest of the gap.
+  const double gap = static_cast<double>(LayerActivationBytes(tc, 0, Recompute::kNone) -
+                                         LayerActivationBytes(mc, 0, Recompute::kNone));
+  EXPECT_GT(gap, routed * 2 * 2048);
+  EXPECT_LT(gap, routed * 2 * 2048 + 64e6);
+}
+
 // memory-model.md 1.3 and 3.1: the model-state formulas, framework by framework.
 TEST(ModelStates, ByFramework) {
   ModelSpec m = Model("llama-3.1-8b");

@@ -234,7 +234,7 @@ TEST(Recipe, MegatronRecomputeModules) {
   const int64_t core = acts("");
   const double per_layer = 8 * 1.1 * 4096 * 2 * 768.0;
   EXPECT_NEAR(core - acts(",ac_modules=core_attn/moe_act"), 48 * per_layer, 48 * 64.0);
-  EXPECT_LT(acts(",ac_modules=moe"), core / 4);
+  EXPECT_LT(acts(",ac_modules=moe"), core / 3);  // attention's saved tensors and the MoE input remain
 }
 
 // ZeRO-Inference (DeepSpeed blog, 2022-09-10, Table 2): OPT-30B in fp16 served from CPU
