@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Scores shardplan on the published runs through the CLI, with the inputs a user types.
 
-    score.py --shardplan BIN [--cases DIR] [--thresholds FILE] [--json] [--verbose]
+    score.py --shardplan BIN [--cases DIR]... [--thresholds FILE] [--json] [--verbose]
 
-For every folder under cases/ (written by make_cases.py) it runs
+For every folder under cases/ (written by make_cases.py) and extra_cases/ (runs gathered
+from other sources by hand, each truth.json quoting its source) it runs
 
     shardplan estimate --model config.json --cluster cluster.yaml --workload workload.yaml \
         --layout "$(cat layout.txt)" --json
@@ -186,16 +187,20 @@ def check(summary, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shardplan", required=True)
-    ap.add_argument("--cases", default=os.path.join(HERE, "cases"))
+    ap.add_argument("--cases", action="append",
+                    help="a folder of case folders; repeatable (default: cases/ and extra_cases/)")
     ap.add_argument("--thresholds")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
-    if not os.path.isdir(a.cases):
-        print(f"score: {a.cases}: no such folder (run make_cases.py)", file=sys.stderr)
-        sys.exit(2)
-    folders = sorted(os.path.join(a.cases, d) for d in os.listdir(a.cases))
+    roots = a.cases or [os.path.join(HERE, d) for d in ("cases", "extra_cases") if os.path.isdir(os.path.join(HERE, d))]
+    folders = []
+    for root in roots:
+        if not os.path.isdir(root):
+            print(f"score: {root}: no such folder (run make_cases.py)", file=sys.stderr)
+            sys.exit(2)
+        folders += sorted(os.path.join(root, d) for d in os.listdir(root))
     rows = [run_case(a.shardplan, f, a.timeout) for f in folders]
     s = summarize(rows)
     if a.json:
