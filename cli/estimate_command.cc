@@ -8,6 +8,7 @@
 #include "cli/report.h"
 #include "planner/io/plan_file.h"
 #include "planner/search.h"
+#include "planner/units.h"
 
 namespace shardplan::cli {
 namespace {
@@ -34,6 +35,10 @@ int Run(const EstimateFlags& f) {
         LeastRecomputationThatFits(p.model, p.workload, p.layout, p.cluster, p.memory_options, &note);
     if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
+    const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;
+    if (offloads && p.cluster.host_memory_bytes <= 0)
+      p.assumed.push_back("host memory not stated in the cluster: the " + FormatBytes(p.memory.per_node_host_bytes) +
+                          " per node that CPU offload needs is not checked (give host: {memory: ...})");
   }
   const nlohmann::json j = PlanJson(p);
   if (!f.in.html.empty()) {

@@ -45,7 +45,22 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   const int ranks = ctx.c.gpus_per_node;
   const double local = static_cast<double>(s.dense_params) / DenseShardDegree(l) +
                        static_cast<double>(s.expert_params) / ExpertShardDegree(l);
-  const double states = (4 + 4 + OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden)) * local;  // fp32 master, grads, optimizer
+  // What an offloaded optimizer keeps in host memory per trained element: the gradient and
+  // the states in the recipe's precision (fp32 master + fp32 grads + fp32 moments under
+  // mixed precision; pure bf16 keeps everything in bf16, as torchtune's fused CPU step
+  // does). A LoRA run trains, and offloads the states of, its adapters only.
+  const bool pure = ctx.r.pure_low_precision;
+  const double opt_bytes = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden) *
+                           (pure && ctx.w.optimizer != Optimizer::kAdamW8bit ? 0.5 : 1.0);
+  const double trained = ctx.w.lora_like() ? static_cast<double>(s.adapter_params) / DenseShardDegree(l) : local;
+  const double states = ((pure ? 2 : 4) + (ctx.r.master_weights && !pure ? 4 : 0) + opt_bytes) * trained;
+  // Offloaded parameters: the working weights (a QLoRA base in its 4-bit format). FSDP
+  // offloads its sharded fp32 parameters, which are the master copy already counted.
+  const bool fsdp_master = (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
+                           ctx.r.master_weights && !pure && !ctx.w.lora_like();
+  const double param_bytes = ctx.w.task == Task::kQlora ? 0.55
+                             : fsdp_master                 ? 0
+                                                           : (ctx.w.precision == Dtype::kFp32 ? 4 : 2);
   double host = 0, nvme = 0;
   if (ctx.w.training()) {
     // Paged optimizer states and offloaded activations are backed by host memory per rank.
@@ -56,9 +71,9 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
       nvme += states * ranks;
       host += 4.0 * std::min(local, 1e8) * 4 * ranks;  // optimizer swap buffers: buffer_count 4 x sub-group tiles
     }
-    if (l.offload_params == Offload::kCpu) host += 2 * local * ranks + 5 * 1e8 * 2 * ranks;  // + buffer_count 5 x 1e8
+    if (l.offload_params == Offload::kCpu) host += param_bytes * local * ranks + 5 * 1e8 * 2 * ranks;  // + buffer_count 5 x 1e8
     if (l.offload_params == Offload::kNvme) {
-      nvme += 2 * local * ranks;
+      nvme += param_bytes * local * ranks;
       host += 5 * 1e8 * 2 * ranks;
     }
   }
@@ -212,9 +227,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
   e.gpu_fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
   if (e.inference) e.kv = BudgetInference(ctx, full, full_shape);
   HostAndNvme(ctx, full_shape, e);
-  // Unknown host memory (a discovered cluster leaves it out) cannot vouch for CPU offload.
-  const bool offloads = l.offload_optimizer == Offload::kCpu || l.offload_params == Offload::kCpu;
-  e.host_fits = c.host_memory_bytes > 0 ? e.per_node_host_bytes <= c.host_memory_bytes : !offloads;
+  // Host memory the cluster does not state is not checked: the answer is about the GPUs, and
+  // the host bytes offload needs are reported (and said under assumed) for the user to compare.
+  e.host_fits = c.host_memory_bytes > 0 ? e.per_node_host_bytes <= c.host_memory_bytes : true;
   e.nvme_fits = e.per_node_nvme_bytes <= c.nvme_bytes;
   e.fits = e.gpu_fits && e.host_fits && e.nvme_fits;
   return e;

@@ -206,17 +206,19 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
                      (l.framework == Framework::kDeepSpeed && l.zero == 3);
   const double base = st.Shard(shard);
   const double root = static_cast<double>(s.root_params) / (shard ? DenseShardDegree(l) : 1);
+  const bool base_offloaded = shard && l.offload_params != Offload::kNone;
   if (qlora) {
-    Add(out, "frozen_base_weights", QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + 2 * root, Phase::kSetup,
+    if (!base_offloaded)  // else the 4-bit base lives in host memory (FSDP cpu_offload, PEFT's QLoRA + FSDP recipe)
+      Add(out, "frozen_base_weights", QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + 2 * root, Phase::kSetup,
         Phase::kStep, "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head bf16");
     Add(out, "dequantized_weight", 2.0 * static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp,
         Phase::kForward, Phase::kBackward, "bitsandbytes dequantizes one weight to bf16 per matmul");
-  } else if (!(shard && l.offload_params != Offload::kNone)) {
+  } else if (!base_offloaded) {
     Add(out, "frozen_base_weights", WeightBytes(ctx.w) * base, Phase::kSetup, Phase::kStep, "frozen bf16 base weights");
   }  // else ZeRO-3 / FSDP parameter offload: the base lives in host memory, gathered per unit
-  if (shard && !qlora)
-    Add(out, "gathered_units_forward", 3.0 * WeightBytes(ctx.w) * static_cast<double>(s.layer_params), Phase::kForward,
-        Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
+  if (shard && (!qlora || base_offloaded))
+    Add(out, "gathered_units_forward", 3.0 * (qlora ? 0.55 : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
+        Phase::kForward, Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
   const double a = static_cast<double>(s.adapter_params);
   const double ab = ctx.r.adapter_bytes;
   Add(out, "adapter_params", ab * a, Phase::kSetup, Phase::kStep,

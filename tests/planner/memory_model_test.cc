@@ -207,13 +207,35 @@ TEST(Offload, LoraBaseOffloadedUnderZero3) {
 }
 
 // CPU offload needs host memory the cluster states; unknown host memory cannot vouch for it.
-TEST(Offload, UnknownHostMemoryDoesNotFit) {
+TEST(Offload, HostMemoryIsCheckedWhenStated) {
   ModelSpec m = Model("llama-3.1-8b");
   ClusterSpec c = Cluster("dgx-h100");
-  c.host_memory_bytes = 0;
   Workload w = Train(4096, 64);
-  EXPECT_FALSE(EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=2,offload_optimizer=cpu"), c).host_fits);
-  EXPECT_TRUE(EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,zero=2"), c).host_fits);
+  const Layout off = Resolve(m, w, c, "framework=deepspeed,zero=2,offload_optimizer=cpu");
+  c.host_memory_bytes = 0;  // not stated: reported, not checked
+  MemoryEstimate unknown = EstimateMemory(m, w, off, c);
+  EXPECT_TRUE(unknown.host_fits);
+  EXPECT_GT(unknown.per_node_host_bytes, 0);
+  c.host_memory_bytes = unknown.per_node_host_bytes - 1;
+  EXPECT_FALSE(EstimateMemory(m, w, off, c).host_fits);
+}
+
+// LoRA offloads its adapters' states only; pure bf16 (torchtune) keeps them in bf16.
+TEST(Offload, HostBytesFollowTheRecipe) {
+  ModelSpec m = Model("llama-3.1-70b");
+  ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(2048, 16);
+  const double P = static_cast<double>(CountParams(m).total);
+  const std::string offload = ",dp=8,zero=3,mbs=2,offload_params=cpu,offload_optimizer=cpu";
+  MemoryEstimate mixed = EstimateMemory(m, w, Resolve(m, w, c, "framework=fsdp" + offload), c);
+  MemoryEstimate pure = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtune" + offload), c);
+  // Per node: mixed 4 grad + 4 master (FSDP's sharded fp32 params) + 8 Adam = 16 B/param;
+  // pure bf16 2 grad + 4 Adam + 2 params = 8.
+  EXPECT_NEAR(static_cast<double>(mixed.per_node_host_bytes), 16 * P + 8 * 1e9, 0.02 * P);
+  EXPECT_NEAR(static_cast<double>(pure.per_node_host_bytes), 8 * P + 8 * 1e9, 0.02 * P);
+  w.task = Task::kLora;
+  MemoryEstimate lora = EstimateMemory(m, w, Resolve(m, w, c, "framework=fsdp" + offload), c);
+  EXPECT_LT(static_cast<double>(lora.per_node_host_bytes), 2.2 * P + 8 * 1e9);
 }
 
 // Pipelines: the first stage keeps pp micro-batches in flight (1F1B), the last holds the logits.
