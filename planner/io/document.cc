@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -98,8 +99,17 @@ StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
   try {
     doc.root_ = YAML::Load(body);
   } catch (const YAML::Exception& e) {
-    return Status::BadInput(doc.name_ + ":" + std::to_string(e.mark.line + 1) + ":" +
-                            std::to_string(e.mark.column + 1) + ": invalid YAML: " + e.msg);
+    // yaml-cpp can mark an error at the end of a scalar past its line (an unterminated
+    // quote, a bad escape): clamp the position into the text so the message points at it.
+    std::vector<size_t> widths = {0};
+    for (char ch : body) {
+      if (ch == '\n') widths.push_back(0);
+      else ++widths.back();
+    }
+    const size_t line = std::min<size_t>(static_cast<size_t>(std::max(e.mark.line, 0)), widths.size() - 1);
+    const size_t col = std::min<size_t>(static_cast<size_t>(std::max(e.mark.column, 0)), widths[line]);
+    return Status::BadInput(doc.name_ + ":" + std::to_string(line + 1) + ":" + std::to_string(col + 1) +
+                            ": invalid YAML: " + e.msg);
   }
   if (!doc.root_.IsMap())
     return Status::BadInput(doc.name_ + ":1:1: expected a mapping of keys at the top, got " + Found(doc.root_));
