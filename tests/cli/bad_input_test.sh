@@ -89,5 +89,40 @@ expect layout-product-msg "$tmp/err" 'is past 16777216 GPUs ("dp=65536")'
 check layout-zero 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout tp=0
 check layout-negative 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout mbs=-1
 
+# Plan files edited by hand: a model section that no longer matches its hash, and degrees that
+# no longer cover the cluster, are located errors.
+check plan-save 0 -- "$bin" plan --model llama-3.1-8b --cluster dgx-h100 --top 1 -o "$tmp/p.yaml"
+sed 's/num_hidden_layers: 32/num_hidden_layers: 30/' "$tmp/p.yaml" >"$tmp/p-model.yaml"
+check plan-model-edited 2 -- "$bin" estimate --plan "$tmp/p-model.yaml"
+expect plan-model-edited-msg "$tmp/err" "p-model.yaml:[0-9]*:[0-9]*: model_hash: the model section no longer matches"
+sed -E 's/(dp=)[0-9]+/\13/' "$tmp/p.yaml" >"$tmp/p-dp.yaml"
+check plan-degrees-edited 2 -- "$bin" estimate --plan "$tmp/p-dp.yaml"
+expect plan-degrees-edited-msg "$tmp/err" "p-dp.yaml:[0-9]*:[0-9]*: "
+
+# Outputs killed mid-write: after SIGKILL at any moment, the named file or directory is absent
+# or whole (a plan that loads; a directory with every file and the emit marker), never half.
+complete=0
+for delay in 0.00 0.01 0.02 0.03 0.05 0.08 0.12 0.2; do
+  rm -rf "$tmp/k.yaml" "$tmp/kdir"
+  "$bin" plan --model llama-3.1-70b --cluster dgx-h100 --nodes 4 --top 1 -o "$tmp/k.yaml" >/dev/null 2>&1 &
+  pid=$!; sleep "$delay"; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [[ -e "$tmp/k.yaml" ]]; then
+    check "plan-killed-$delay loads" 0 -- "$bin" estimate --plan "$tmp/k.yaml" && complete=$((complete + 1))
+  else passed=$((passed + 1)); fi
+  "$bin" emit "$tmp/p.yaml" --format all --launcher slurm -o "$tmp/kdir" >/dev/null 2>&1 &
+  pid=$!; sleep "$delay"; kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  if [[ -e "$tmp/kdir" ]]; then
+    if [[ -f "$tmp/kdir/.shardplan-emit" && -f "$tmp/kdir/README.md" ]]; then passed=$((passed + 1)); else
+      echo "FAIL emit-killed-$delay: partial directory:"; ls -a "$tmp/kdir" | sed 's/^/  /'; failed=$((failed + 1)); fi
+  else passed=$((passed + 1)); fi
+done
+ls "$tmp" | grep -q '^k.yaml.\|^kdir.' && { echo "note: a killed write left a hidden temporary sibling (by design, never the named output)"; }
+
+# emit writes only into a directory it made (its marker) unless --force.
+mkdir -p "$tmp/mine" && echo keep >"$tmp/mine/notes.txt"
+check emit-foreign-dir 2 -- "$bin" emit "$tmp/p.yaml" --format all --launcher slurm -o "$tmp/mine"
+expect emit-foreign-dir-msg "$tmp/err" "was not written by .shardplan emit."
+check emit-foreign-force 0 -- "$bin" emit "$tmp/p.yaml" --format all --launcher slurm -o "$tmp/mine" --force
+
 echo "bad_input_test: $passed passed, $failed failed"
 ((failed == 0))
