@@ -10,9 +10,13 @@ namespace shardplan {
 namespace {
 
 StatusOr<Document> CatalogDocument() {
-  for (const BuiltinFile& b : BuiltinFiles())
-    if (b.path == "gpus.yaml") return Document::Parse("builtin:gpus.yaml", b.content);
-  return Status::Internal("the built-in GPU catalog (configs/gpus.yaml) is missing from this build");
+  // Parsed once: every cluster file and GPU name looks the catalog up, some several times.
+  static const StatusOr<Document> catalog = []() -> StatusOr<Document> {
+    for (const BuiltinFile& b : BuiltinFiles())
+      if (b.path == "gpus.yaml") return Document::Parse("builtin:gpus.yaml", b.content);
+    return Status::Internal("the built-in GPU catalog (configs/gpus.yaml) is missing from this build");
+  }();
+  return catalog;
 }
 
 // A name's parts, lowercase: split at anything but letters and digits, "rtx4090" split

@@ -89,6 +89,10 @@ StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
       size_t cut = what.find("syntax error");
       return Status::BadInput(name + ":" + std::to_string(line) + ":" + std::to_string(col) +
                               ": invalid JSON: " + (cut == std::string::npos ? what : what.substr(cut)));
+    } catch (const nlohmann::json::exception& e) {
+      // A number too large for a double (1e999) is out_of_range, thrown without a position.
+      return Status::BadInput(name + ":1:1: invalid JSON: " + std::string(e.what()) +
+                              " (a number too large to represent?)");
     }
     // JSON allows tabs as white space where YAML's flow style may not; outside strings
     // they are only white space, and valid JSON has none inside strings.
