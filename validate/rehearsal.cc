@@ -1,5 +1,7 @@
 #include "validate/rehearsal.h"
 
+#include <csignal>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -193,7 +195,7 @@ Status Rehearsal::Walk() {
 }
 
 void Rehearsal::InjectFault(Phase p, int iter) {
-  if (cfg_.fault.rank != m_.rank || p != Phase::kForward || iter != 0) return;
+  if (cfg_.fault.rank != m_.rank || p != cfg_.fault.phase || iter != 0) return;
   if (cfg_.fault.kind == FaultKind::kHang) {
     std::fprintf(stderr, "shardplan-validate-worker: rank %d: injected hang\n", m_.rank);
     while (true) std::this_thread::sleep_for(std::chrono::seconds(1));  // the watchdog ends it
@@ -243,7 +245,7 @@ void Rehearsal::TrackTerm(size_t alloc, int64_t delta) {
 
 StatusOr<DeviceBuffer> Rehearsal::Allocate(int64_t raw, Phase p, const std::string& label) {
   Status why;
-  if (cfg_.fault.kind == FaultKind::kOom && cfg_.fault.rank == m_.rank && p == Phase::kForward &&
+  if (cfg_.fault.kind == FaultKind::kOom && cfg_.fault.rank == m_.rank && p == cfg_.fault.phase &&
       !fault_fired_) {
     fault_fired_ = true;
     why = Status::Negative("injected out-of-memory (--inject-fault)");
@@ -292,6 +294,13 @@ Status Rehearsal::Measure(Phase p, const std::string& label, int64_t raw) {
 }
 
 Status Rehearsal::RunCollectives(Phase p, int iter) {
+  // The killed rank dies as its peers enter the phase's first collective: they block in it
+  // until the launcher or the watchdog ends the job.
+  if (cfg_.fault.kind == FaultKind::kKill && cfg_.fault.rank == m_.rank && p == cfg_.fault.phase && iter == 0) {
+    std::fprintf(stderr, "shardplan-validate-worker: rank %d: injected SIGKILL\n", m_.rank);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
   for (size_t i = 0; i < m_.collectives.size(); ++i) {
     if (m_.collectives[i].phase == p) SP_RETURN_IF_ERROR(RunOne(i, iter));
   }

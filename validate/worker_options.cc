@@ -21,7 +21,7 @@ void AddWorkerFlags(CLI::App& app, WorkerOptions& o) {
       ->check(CLI::Range(1.0, 86400.0));
   app.add_option("--iters", o.iterations, "iterations (at least 2)")->check(CLI::Range(2, 1000));
   app.add_flag("--json", o.json, "JSON report on stdout");
-  app.add_option("--inject-fault", o.inject_fault, "testing: hang:RANK, exit:RANK or oom:RANK")
+  app.add_option("--inject-fault", o.inject_fault, "testing: KIND:RANK[@PHASE], KIND hang, exit, oom or kill (SIGKILL as peers enter a collective)")
       ->group("");  // hidden: a test aid, not a user feature
 }
 

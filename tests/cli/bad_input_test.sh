@@ -124,5 +124,9 @@ check emit-foreign-dir 2 -- "$bin" emit "$tmp/p.yaml" --format all --launcher sl
 expect emit-foreign-dir-msg "$tmp/err" "was not written by .shardplan emit."
 check emit-foreign-force 0 -- "$bin" emit "$tmp/p.yaml" --format all --launcher slurm -o "$tmp/mine" --force
 
+# The validator without mpirun on PATH: an environment error (exit 3) that says what to do.
+check validate-no-mpirun 3 -- env PATH=/nonexistent "$bin" validate "$tmp/p.yaml" --backend host
+expect validate-no-mpirun-msg "$tmp/err" "mpirun is not on PATH"
+
 echo "bad_input_test: $passed passed, $failed failed"
 ((failed == 0))

@@ -159,6 +159,27 @@ TEST_F(MpiRunTest, DeadRankEndsTheJob) {
   EXPECT_NE(o.err.find("rank 3: injected exit"), std::string::npos) << o.err;
 }
 
+// A rank SIGKILLed as its peers enter a collective ends the job, well within the timeout,
+// naming the rank; no worker is left running.
+TEST_F(MpiRunTest, KilledRankMidCollectiveEndsTheJob) {
+  const Outcome o = Mpirun(4, "--timeout 20 --inject-fault kill:2");
+  EXPECT_NE(o.code, 0);
+  EXPECT_LT(o.seconds, 20.0);
+  EXPECT_NE(o.err.find("rank 2: injected SIGKILL"), std::string::npos) << o.err;
+  EXPECT_EQ(Shell("pgrep -f '" + dir_ + "/plan.yaml' | grep -v $$ | wc -l", dir_).out, "0\n") << "orphaned workers";
+}
+
+// An allocation that fails in any phase is a verdict (exit 1) naming the rank and the phase.
+TEST_F(MpiRunTest, OutOfMemoryInEachPhaseIsAVerdict) {
+  for (const char* phase : {"setup", "forward", "backward", "step"}) {
+    const Outcome o = Mpirun(4, std::string("--timeout 20 --inject-fault oom:1@") + phase);
+    EXPECT_EQ(o.code, 1) << phase << ": " << o.err << o.out;
+    EXPECT_NE(o.out.find("rank 1"), std::string::npos) << phase << ": " << o.out;
+    EXPECT_NE(o.out.find(phase), std::string::npos) << phase << ": " << o.out;
+  }
+  EXPECT_EQ(Shell("pgrep -f '" + dir_ + "/plan.yaml' | grep -v $$ | wc -l", dir_).out, "0\n") << "orphaned workers";
+}
+
 TEST_F(MpiRunTest, SingleRankRunsWithoutMpirun) {
   const Outcome o = Shell(std::string(SP_WORKER) + " " + dir_ + "/plan.yaml --backend host --ranks 0", dir_);
   ASSERT_EQ(o.code, 0) << o.err << o.out;
