@@ -358,7 +358,11 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       return Status::BadInput("--layout: unknown key '" + key + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
                               " (keys: " + Join(KeyNames()) + ")");
     }
-    SP_RETURN_IF_ERROR(SetKey(l, key, value));
+    if (Status set = SetKey(l, key, value); !set.ok()) {
+      // An empty value quotes nothing of the input: name the item as written.
+      if (value.empty()) return Status::BadInput(set.message() + " (\"" + item + "\")");
+      return set;
+    }
     l.fixed |= info->bit;
     zero_set |= key == "zero";
     items[key] = item;

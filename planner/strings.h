@@ -71,6 +71,8 @@ inline std::string Suggest(std::string_view word, const std::vector<std::string>
   std::string best;
   int best_d = 4;
   for (const auto& c : candidates) {
+    // More than 3 edits apart by length alone: skip (and keep a long word's cost linear).
+    if (word.size() > c.size() + 3 || c.size() > word.size() + 3) continue;
     int d = EditDistance(word, c);
     int limit = std::max<int>(1, std::min<int>(3, static_cast<int>(std::max(c.size(), word.size())) / 3));
     if (d <= limit && d < best_d) {

@@ -127,6 +127,8 @@ StatusOr<double> ParseTokenCount(std::string_view text) {
   auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (t.empty() || ec != std::errc() || ptr != t.data() + t.size() || !std::isfinite(value)) return bad;
   if (value * factor < 1) return Status::BadInput("expected a positive token count such as 15T, got " + Quote(text));
+  if (!std::isfinite(value * factor) || value * factor > 1e30)  // 1e305B overflows a double
+    return Status::BadInput("token count too large (at most 1e30), got " + Quote(text));
   return value * factor;
 }
 
