@@ -118,7 +118,9 @@ std::optional<TopoLink> ParseLink(std::string_view s) {
 // "GPU3" -> 3.
 std::optional<int> GpuColumn(std::string_view name) {
   if (name.size() < 4 || name.substr(0, 3) != "GPU") return std::nullopt;
-  return ParseInt(name.substr(3));
+  std::optional<int> n = ParseInt(name.substr(3));
+  if (n && *n < 0) return std::nullopt;  // "GPU-3" is no column (it indexed before the first)
+  return n;
 }
 
 struct Header {
