@@ -79,6 +79,13 @@ StatusOr<Document> Document::Parse(std::string name, std::string_view text) {
                             ": invalid UTF-8 (byte 0x" +
                             Hex(static_cast<unsigned char>(text[bad])) + ")");
   }
+  // A NUL byte is no text a config holds (a binary or a truncated copy); yaml-cpp would keep
+  // it inside a scalar that no writer can give back.
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    auto [line, col] = LineCol(text, nul);
+    return Status::BadInput(name + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                            ": a NUL byte; expected text (is this a binary file?)");
+  }
   std::string body(text);
   if (NamedJson(name) || StrictJsonObject(body)) {
     try {

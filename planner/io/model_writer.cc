@@ -134,8 +134,18 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     MoeLayers(o, m);
     if (t == "qwen2_moe") o.Key("shared_expert_intermediate_size", m.shared_intermediate);
   } else if (t == "deepseek_v3") {
+    // The reader's rule: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq
+    // == 0. Written as the first MoE layer and the gap to the next one, which reads back to
+    // the same layers.
     int64_t first_dense = 0;
     while (first_dense < m.layers && !m.moe_layer[static_cast<size_t>(first_dense)]) ++first_dense;
+    int64_t freq = 1;
+    for (int64_t l = first_dense + 1; l < m.layers; ++l)
+      if (m.moe_layer[static_cast<size_t>(l)]) {
+        freq = l - first_dense;
+        break;
+      }
+    if (first_dense % freq != 0) freq = 1;  // not of the reader's form: keep every later layer MoE
     o.Key("n_routed_experts", m.experts);
     o.Key("n_shared_experts", m.shared_experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
@@ -146,7 +156,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("qk_rope_head_dim", m.qk_rope_head_dim);
     o.Key("v_head_dim", m.v_head_dim);
     o.Key("first_k_dense_replace", first_dense);
-    o.Key("moe_layer_freq", 1);
+    o.Key("moe_layer_freq", freq);
     o.Key("topk_method", m.router_bias ? "noaux_tc" : "greedy");
     o.Key("num_nextn_predict_layers", m.mtp_layers);
   }
