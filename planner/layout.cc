@@ -146,6 +146,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
   } else if (key == "stages") {
     l.stages.clear();
     for (const std::string& part : Split(v, '/')) {
+      if (part.empty()) return Bad(key, "layer counts per stage like 10/10/12 (one per stage, none empty)", v);
       SP_ASSIGN_OR_RETURN(int n, ParseCount(key, part, 1));
       l.stages.push_back(n);
     }
