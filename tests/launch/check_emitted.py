@@ -311,6 +311,12 @@ def check_case(case_dir, results, shellcheck):
                 check_megatron(path, e, results)
         elif name == "hostfile":
             check_hostfile(path, e, results)
+        elif name == ".shardplan-emit":  # emit's marker: the folder is its own to replace
+            with open(path) as f:
+                if "written by shardplan emit" in f.read():
+                    results.ok(f"{e['case']}/{name}", "emit's ownership marker")
+                else:
+                    results.fail(f"{e['case']}/{name}", "the marker does not say it was written by shardplan emit")
         elif name not in ("README.md", "deepspeed_env"):
             results.fail(f"{e['case']}/{name}", "no check knows this file")
 
