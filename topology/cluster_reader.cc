@@ -18,6 +18,8 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
   SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(node, "bandwidth"));
   SP_ASSIGN_OR_RETURN(std::optional<double> lat, doc.Duration(node, "latency"));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nics, doc.Int(node, "nics_per_node", 0, 64));
+  if (fabric && fabric->empty())  // `fabric: !tag` or `fabric: ""`: no name to plan with
+    return doc.ErrorAt(node["fabric"], std::string(what) + ".fabric: expected a name such as nvlink, infiniband or roce");
   if (fabric) link.fabric = *fabric;
   if (bw) link.bandwidth = *bw;
   if (lat) link.latency_s = *lat;

@@ -133,7 +133,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("moe_intermediate_size", m.expert_intermediate);
     MoeLayers(o, m);
     if (t == "qwen2_moe") o.Key("shared_expert_intermediate_size", m.shared_intermediate);
-  } else if (t == "deepseek_v3") {
+  } else if (t == "deepseek_v3" || t == "deepseek_v2") {
     // The reader's rule: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq
     // == 0. Written as the first MoE layer and the gap to the next one, which reads back to
     // the same layers.
