@@ -349,6 +349,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     size_t eq = item.find('=');
     if (eq == std::string::npos) return Status::BadInput("--layout: expected key=value, got \"" + item + "\"");
     std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
+    if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + item + "\" (no key before '=')");
     key = CanonicalKey(key);
     if (key == "ac") value = CanonicalRecompute(value);
     const KeyInfo* info = nullptr;

@@ -67,6 +67,10 @@ StatusOr<double> Scale(std::string_view text, const char* what,
     if (s.unit != name) continue;
     const double value = s.number * factor;
     if (!std::isfinite(value)) return Status::BadInput(std::string(what) + " " + Quote(text) + " is past any real size");
+    // Below 1e-100 of a unit nothing real is measured, and such subnormal doubles do not
+    // survive a write and re-read (fuzzing found 1e-308 B/s).
+    if (value != 0 && std::fabs(value) < 1e-100)
+      return Status::BadInput(std::string(what) + " " + Quote(text) + " is too small to be real (use 0 for none)");
     return value;
   }
   return Status::BadInput("unknown unit \"" + s.unit + "\" in " + what + " " + Quote(text) +
