@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_args.h"
 #include "planner/capacity.h"
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
@@ -82,16 +83,6 @@ int Run(const Problem& p, int repeats, int threads) {
   return 0;
 }
 
-int Parse(const char* flag, const char* value, int min) {
-  char* end = nullptr;
-  const long v = std::strtol(value, &end, 10);
-  if (*end != '\0' || v < min || v > 1000) {
-    fmt::print(stderr, "capacity_speed: {}: expected an integer >= {}, got \"{}\"\n", flag, min, value);
-    std::exit(2);
-  }
-  return static_cast<int>(v);
-}
-
 }  // namespace
 }  // namespace shardplan
 
@@ -103,9 +94,9 @@ int main(int argc, char** argv) {
     if (arg == "--small") {
       small = true;
     } else if (arg == "--repeats" && i + 1 < argc) {
-      repeats = shardplan::Parse("--repeats", argv[++i], 1);
+      repeats = shardplan::bench::ParseCount("capacity_speed", "--repeats", argv[++i], 1);
     } else if (arg == "--threads" && i + 1 < argc) {
-      threads = shardplan::Parse("--threads", argv[++i], 0);
+      threads = shardplan::bench::ParseCount("capacity_speed", "--threads", argv[++i], 0);
     } else {
       const bool help = arg == "--help" || arg == "-h";
       fmt::print(help ? stdout : stderr, "usage: capacity_speed [--small] [--repeats N] [--threads N]\n");

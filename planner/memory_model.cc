@@ -58,7 +58,7 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   // offloads its sharded fp32 parameters, which are the master copy already counted.
   const bool fsdp_master = (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
                            ctx.r.master_weights && !pure && !ctx.w.lora_like();
-  const double param_bytes = ctx.w.task == Task::kQlora ? 0.55
+  const double param_bytes = ctx.w.task == Task::kQlora ? QuantizedBytesPerParam(Dtype::kNf4)
                              : fsdp_master                 ? 0
                                                            : (ctx.w.precision == Dtype::kFp32 ? 4 : 2);
   double host = 0, nvme = 0;

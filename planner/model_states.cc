@@ -217,7 +217,7 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "frozen_base_weights", WeightBytes(ctx.w) * base, Phase::kSetup, Phase::kStep, "frozen bf16 base weights");
   }  // else ZeRO-3 / FSDP parameter offload: the base lives in host memory, gathered per unit
   if (shard && (!qlora || base_offloaded))
-    Add(out, "gathered_units_forward", 3.0 * (qlora ? 0.55 : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
+    Add(out, "gathered_units_forward", 3.0 * (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
         Phase::kForward, Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
   const double a = static_cast<double>(s.adapter_params);
   const double ab = ctx.r.adapter_bytes;
