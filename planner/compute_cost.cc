@@ -86,6 +86,21 @@ double Ceiling(int cc, Dtype p) {
   return 0.80;
 }
 
+// A card capped below its TDP (nvidia-smi -pl) lowers its clock until it fits. Board power is
+// a static part (leakage, memory, fans: about the idle draw, ~10% of TDP on an H100 SXM or
+// A100) plus the SMs' dynamic power C*V^2*f, and along the DVFS curve voltage tracks
+// frequency, so dynamic power goes as f^3. The clock that fits the limit, and with it tensor
+// throughput, is ((limit - idle) / (tdp - idle))^(1/3); memory-bound kernels keep their rate.
+// H100 SXM at 500 W of 700: 0.88.
+constexpr double kIdlePowerShare = 0.10;
+
+double PowerClockFactor(const GpuSpec& g) {
+  if (g.tdp_watts <= 0 || g.power_limit_watts <= 0 || g.power_limit_watts >= g.tdp_watts) return 1;
+  const double idle = kIdlePowerShare * g.tdp_watts;
+  const double share = (g.power_limit_watts - idle) / (g.tdp_watts - idle);
+  return share <= 0.01 ? std::cbrt(0.01) : std::cbrt(share);
+}
+
 // SMs from the dense 16-bit peak over the architecture's per-SM tensor rate at boost clock
 // (datasheets: V100 125 TF / 80 SMs, A100 312 / 108, A6000 154.8 / 84, L40S 362 / 142,
 // H100 SXM 989.4 / 132, B200 2250 / 148). GpuSpec carries no SM count.
@@ -239,10 +254,11 @@ Hw HardwareFor(const GpuSpec& g, Dtype p) {
   hw.peak = PeakFor(g, p);
   hw.peak16 = Peak16(g) > 0 ? Peak16(g) : hw.peak;
   hw.bw = g.memory_bandwidth;
-  hw.ceiling = Ceiling(g.compute_capability, p);
-  hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16);
+  const double clock = PowerClockFactor(g);
+  hw.ceiling = Ceiling(g.compute_capability, p) * clock;
+  hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16) * clock;
   hw.operand = p == Dtype::kFp8 ? 1 : DtypeBytes(p);
-  hw.attention = g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere;
+  hw.attention = (g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere) * clock;
   return hw;
 }
 

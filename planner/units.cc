@@ -106,6 +106,11 @@ StatusOr<double> ParseDuration(std::string_view text) {
   return Scale(text, "a duration", kUnits);
 }
 
+StatusOr<double> ParsePower(std::string_view text) {
+  static const std::vector<std::pair<const char*, double>> kUnits = {{"W", 1}, {"kW", 1e3}};
+  return Scale(text, "a power", kUnits);
+}
+
 StatusOr<double> ParseTokenCount(std::string_view text) {
   const Status bad = Status::BadInput("expected a token count such as 15T, 500B or 2.5e12 (suffixes K, M, B, T), got " +
                                       Quote(text));

@@ -21,6 +21,8 @@ StatusOr<int64_t> ParseBytes(std::string_view text);
 StatusOr<double> ParseBandwidth(std::string_view text);
 // "5 us", "1.2 ms", "2 s", "300 ns", "90 min", "12h", "60d", "8w" -> seconds.
 StatusOr<double> ParseDuration(std::string_view text);
+// "500 W", "0.7 kW" -> watts (board power: a GPU's TDP or the power limit it runs under).
+StatusOr<double> ParsePower(std::string_view text);
 // "15T", "15.6 T", "500B", "8M", "100K", "2.5e12" -> a count of tokens (K/M/B/T are 1e3..1e12;
 // a bare number is a count). Must be positive.
 StatusOr<double> ParseTokenCount(std::string_view text);

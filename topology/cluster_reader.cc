@@ -80,6 +80,11 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           c.gpu.memory_bytes = stated.memory_bytes;
           if (gpu["nvlink_bandwidth"].IsDefined()) c.gpu.nvlink_bandwidth = stated.nvlink_bandwidth;
           if (gpu["memory_bandwidth"].IsDefined()) c.gpu.memory_bandwidth = stated.memory_bandwidth;
+          if (gpu["power_limit"].IsDefined()) c.gpu.power_limit_watts = stated.power_limit_watts;
+          if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
+          if (c.gpu.tdp_watts > 0 && c.gpu.power_limit_watts > c.gpu.tdp_watts)
+            return doc.ErrorAt(gpu["power_limit"], "power_limit: above the " + *key + " TDP (" +
+                                                       ShortestNumber(c.gpu.tdp_watts) + " W)");
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
         }
       }
@@ -129,6 +134,11 @@ std::string DescribeCluster(const ClusterSpec& c) {
   std::snprintf(buf, sizeof buf, "GPU compute  %.1f TFLOP/s bf16 dense, %s memory bandwidth\n", c.gpu.bf16_flops / 1e12,
                 FormatBandwidth(c.gpu.memory_bandwidth).c_str());
   out += buf;
+  if (c.gpu.power_limit_watts > 0 && c.gpu.power_limit_watts < c.gpu.tdp_watts) {
+    std::snprintf(buf, sizeof buf, "GPU power    %.0f W limit of a %.0f W TDP (tensor cores clocked down to fit)\n",
+                  c.gpu.power_limit_watts, c.gpu.tdp_watts);
+    out += buf;
+  }
   std::snprintf(buf, sizeof buf, "intra-node   %s, %s per GPU per direction, %.1f us\n", c.intra_node.fabric.c_str(),
                 FormatBandwidth(c.intra_node.bandwidth).c_str(), c.intra_node.latency_s * 1e6);
   out += buf;

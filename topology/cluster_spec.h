@@ -20,6 +20,8 @@ struct GpuSpec {
   double memory_bandwidth = 0;       // bytes/s
   double nvlink_bandwidth = 0;       // bytes/s per GPU, one direction; 0 = no NVLink
   int compute_capability = 0;        // 90 for sm_90
+  double tdp_watts = 0;              // board power the datasheet peaks hold at; 0 = unknown
+  double power_limit_watts = 0;      // the limit the cards run under (nvidia-smi -pl); 0 = the TDP
   bool operator==(const GpuSpec&) const = default;
 };
 

@@ -78,6 +78,8 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.memory_bandwidth != c.memory_bandwidth) d.push_back("memory_bandwidth");
   if (g.nvlink_bandwidth != c.nvlink_bandwidth) d.push_back("nvlink_bandwidth");
   if (g.compute_capability != c.compute_capability) d.push_back("compute_capability");
+  if (g.tdp_watts != c.tdp_watts) d.push_back("tdp");
+  if (g.power_limit_watts != c.power_limit_watts) d.push_back("power_limit");
   return d;
 }
 
@@ -109,6 +111,8 @@ std::string WriteGpu(const GpuSpec& g) {
   out += Commented("  nvlink_bandwidth: " + YamlBandwidth(g.nvlink_bandwidth), "per GPU, one direction; 0 = none");
   if (g.compute_capability > 0) out += "  compute_capability: " + std::to_string(g.compute_capability) + "\n";
   else out += "  # compute_capability: unknown; the reader's default applies\n";
+  if (g.tdp_watts > 0) out += "  tdp: " + ShortestDecimal(g.tdp_watts) + " W\n";
+  if (g.power_limit_watts > 0) out += Commented("  power_limit: " + ShortestDecimal(g.power_limit_watts) + " W", "nvidia-smi -pl");
   return out;
 }
 

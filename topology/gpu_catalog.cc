@@ -142,7 +142,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "gpu"));
   std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
-                                   "source"};
+                                   "tdp", "power_limit", "source"};
   if (inline_spec) keys.push_back("name");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
   GpuSpec g;
@@ -172,6 +172,18 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   g.nvlink_bandwidth = nvl.value_or(0);
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> cc, doc.Int(node, "compute_capability", 10, 200));
   g.compute_capability = static_cast<int>(cc.value_or(80));
+  // Board power: the TDP the datasheet peaks hold at, and the limit the cards run under
+  // when it is lower (torchtitan's H100s run at 500 W of 700). The time model slows the
+  // tensor cores by the clock that power allows (compute_cost.cc).
+  for (const char* key : {"tdp", "power_limit"}) {
+    SP_ASSIGN_OR_RETURN(std::optional<double> w, doc.Power(node, key));
+    if (w && (*w < 1 || *w > 1e5))
+      return doc.ErrorAt(node[key], std::string(key) + ": expected a board power from 1 W to 100 kW");
+    (std::string_view(key) == "tdp" ? g.tdp_watts : g.power_limit_watts) = w.value_or(0);
+  }
+  if (g.power_limit_watts > 0 && g.tdp_watts > 0 && g.power_limit_watts > g.tdp_watts)
+    return doc.ErrorAt(node["power_limit"], "power_limit: above the tdp (" + ShortestNumber(g.tdp_watts) +
+                                                " W); a card cannot draw more than its board power");
   return g;
 }
 

@@ -181,8 +181,22 @@ def config_for(case):
 def gpu_for(cluster):
     """The GPU as a user names it: the source's words without the parenthetical, or a
     mapping with its memory when the source names only a size."""
-    text = re.sub(r"\(.*?\)", "", str(cluster["gpu"])).strip()
+    words = str(cluster["gpu"])
+    text = re.sub(r"\(.*?\)", "", words).strip()
     text = re.sub(r"\s+", " ", text)
+    # A source that states the cards' power cap or memory bandwidth ("500W power-capped",
+    # "2.4 TB/sec peak memory bandwidth") gets them in the mapping, with the stated size.
+    power = re.search(r"(\d+) ?W power", words)
+    if power or cluster.get("memory_bandwidth"):
+        gpu = {"name": text}
+        size = re.search(r"(\d+) ?GB", text)
+        if size:
+            gpu["memory"] = f"{size.group(1)} GiB"  # HBM stacks are binary sizes, as the name rule reads them
+        if cluster.get("memory_bandwidth"):
+            gpu["memory_bandwidth"] = cluster["memory_bandwidth"]
+        if power:
+            gpu["power_limit"] = f"{power.group(1)} W"
+        return gpu
     if re.fullmatch(r"\d+ ?GB GPU", text, re.I):
         return {"name": text, "memory": f"{first_int(text)} GB"}
     if text.upper() == "A100":  # "A100 (40 vs 80GB not stated; 80GB likely)"

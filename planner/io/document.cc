@@ -228,6 +228,9 @@ StatusOr<std::optional<double>> Document::Bandwidth(const YAML::Node& map, const
 StatusOr<std::optional<double>> Document::Duration(const YAML::Node& map, const char* key) const {
   return Quantity<double>(*this, map, key, ParseDuration);
 }
+StatusOr<std::optional<double>> Document::Power(const YAML::Node& map, const char* key) const {
+  return Quantity<double>(*this, map, key, ParsePower);
+}
 
 Status Document::CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed) const {
   for (auto it = map.begin(); it != map.end(); ++it) {

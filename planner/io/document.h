@@ -42,6 +42,7 @@ class Document {
   StatusOr<std::optional<int64_t>> Bytes(const YAML::Node& map, const char* key) const;
   StatusOr<std::optional<double>> Bandwidth(const YAML::Node& map, const char* key) const;
   StatusOr<std::optional<double>> Duration(const YAML::Node& map, const char* key) const;
+  StatusOr<std::optional<double>> Power(const YAML::Node& map, const char* key) const;
 
   // Our own files: every key of `map` must be in `allowed`; an unknown one is an error with
   // a did-you-mean suggestion.

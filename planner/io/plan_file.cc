@@ -33,7 +33,10 @@ std::string ClusterYaml(const ClusterSpec& c) {
     << ", bf16_tflops: " << Num(g.bf16_flops / 1e12) << ", fp16_tflops: " << Num(g.fp16_flops / 1e12)
     << ", fp8_tflops: " << Num(g.fp8_flops / 1e12) << ", fp32_tflops: " << Num(g.fp32_flops / 1e12)
     << ", memory_bandwidth: " << BandwidthText(g.memory_bandwidth) << ", nvlink_bandwidth: " << BandwidthText(g.nvlink_bandwidth)
-    << ", compute_capability: " << g.compute_capability << "}\n";
+    << ", compute_capability: " << g.compute_capability;
+  if (g.tdp_watts > 0) o << ", tdp: " << Num(g.tdp_watts) << " W";
+  if (g.power_limit_watts > 0) o << ", power_limit: " << Num(g.power_limit_watts) << " W";
+  o << "}\n";
   o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << ", bandwidth: " << BandwidthText(c.intra_node.bandwidth)
     << ", latency: " << LatencyText(c.intra_node.latency_s) << "}\n";
   o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << ", bandwidth: " << BandwidthText(c.inter_node.bandwidth)

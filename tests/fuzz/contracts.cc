@@ -61,6 +61,7 @@ bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
   return a.name == b.name && a.display_name == b.display_name && a.memory_bytes == b.memory_bytes &&
          Close(a.bf16_flops, b.bf16_flops) && Close(a.fp16_flops, b.fp16_flops) && Close(a.fp8_flops, b.fp8_flops) &&
          Close(a.fp32_flops, b.fp32_flops) && Close(a.memory_bandwidth, b.memory_bandwidth) &&
+         Close(a.tdp_watts, b.tdp_watts) && Close(a.power_limit_watts, b.power_limit_watts) &&
          Close(a.nvlink_bandwidth, b.nvlink_bandwidth) && a.compute_capability == b.compute_capability;
 }
 

@@ -234,6 +234,31 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
             std::string::npos);
 }
 
+// torchtitan's benchmark cards: "96GB HBM2e with 2.4 TB/sec peak memory bandwidth", run at
+// "the default 500W power limit". The catalog carries each card's TDP; the stated limit must
+// be a power at or under it.
+TEST(ClusterRejects, PowerLimit) {
+  auto doc = Document::Parse("c.yaml", "gpus_per_node: 8\ngpu: {name: H100 96GB HBM2e, memory: 96 GiB, "
+                                       "memory_bandwidth: 2.4 TB/s, power_limit: 500 W}\n");
+  ASSERT_TRUE(doc.ok());
+  auto c = ParseCluster(*doc);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_DOUBLE_EQ(c->gpu.tdp_watts, 700);
+  EXPECT_DOUBLE_EQ(c->gpu.power_limit_watts, 500);
+  EXPECT_DOUBLE_EQ(c->gpu.memory_bandwidth, 2.4e12);
+  EXPECT_NE(DescribeCluster(*c).find("500 W limit of a 700 W TDP"), std::string::npos) << DescribeCluster(*c);
+  auto a100 = Document::Parse("c.yaml", "gpus_per_node: 8\ngpu: a100-sxm-80gb\n");
+  ASSERT_TRUE(a100.ok());
+  EXPECT_DOUBLE_EQ(ParseCluster(*a100)->gpu.tdp_watts, 400);
+  EXPECT_DOUBLE_EQ(ParseCluster(*a100)->gpu.power_limit_watts, 0);  // at its TDP
+  const std::string over = ClusterError("gpus_per_node: 1\ngpu: {name: H100, memory: 80 GiB, power_limit: 800 W}\n").message();
+  EXPECT_NE(over.find("cluster.yaml:2:"), std::string::npos) << over;
+  EXPECT_NE(over.find("above the h100-sxm-80gb TDP (700 W)"), std::string::npos) << over;
+  const std::string bare = ClusterError("gpus_per_node: 1\ngpu: {name: H100, memory: 80 GiB, power_limit: 500}\n").message();
+  EXPECT_NE(bare.find("cluster.yaml:2:"), std::string::npos) << bare;
+  EXPECT_NE(bare.find("power_limit"), std::string::npos) << bare;
+}
+
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
 TEST(Documents, FlowStyleYamlIsYaml) {
   auto doc = Document::Parse("w.yaml", "{task: lora, seq_len: 4096}\n");

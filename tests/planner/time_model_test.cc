@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "planner/collectives.h"
@@ -274,6 +275,24 @@ TEST(Gemm, EfficiencyFactors) {
   // 128 x 64 tiles fill 128 of 132 SMs at 80% speed.
   EXPECT_DOUBLE_EQ(GemmEfficiency(g, Dtype::kBf16, 2048, 512, 4096), 0.70 * 0.80 * (128.0 / 132) * (4096.0 / 4160));
   EXPECT_GT(GemmEfficiency(g, Dtype::kBf16, 8192, 8192, 8192), GemmEfficiency(g, Dtype::kBf16, 2048, 512, 4096));
+}
+
+// A card capped at 500 W of a 700 W TDP (torchtitan's benchmark H100s) clocks its tensor
+// cores down to ((500 - 70) / (700 - 70))^(1/3) = 0.881 of full speed; memory-bound work
+// keeps its rate.
+TEST(Gemm, PowerLimitSlowsTensorCoresOnly) {
+  GpuSpec full = H100();
+  full.tdp_watts = 700;
+  GpuSpec capped = full;
+  capped.power_limit_watts = 500;
+  const double clock = std::cbrt(430.0 / 630.0);
+  EXPECT_NEAR(clock, 0.881, 1e-3);
+  EXPECT_DOUBLE_EQ(GemmEfficiency(capped, Dtype::kBf16, 8192, 8192, 8192),
+                   GemmEfficiency(full, Dtype::kBf16, 8192, 8192, 8192) * clock);
+  EXPECT_DOUBLE_EQ(GemmSeconds(capped, Dtype::kBf16, 1, 8192, 8192), GemmSeconds(full, Dtype::kBf16, 1, 8192, 8192));
+  capped.power_limit_watts = 700;  // at the TDP: no change
+  EXPECT_DOUBLE_EQ(GemmEfficiency(capped, Dtype::kBf16, 8192, 8192, 8192),
+                   GemmEfficiency(full, Dtype::kBf16, 8192, 8192, 8192));
 }
 
 TEST(Gemm, DecodeIsMemoryBound) {

@@ -29,6 +29,15 @@ TEST(Units, Duration) {
   EXPECT_DOUBLE_EQ(*ParseDuration("2 s"), 2.0);
 }
 
+TEST(Units, Power) {
+  EXPECT_DOUBLE_EQ(*ParsePower("500 W"), 500);
+  EXPECT_DOUBLE_EQ(*ParsePower("700W"), 700);
+  EXPECT_DOUBLE_EQ(*ParsePower("1.2 kW"), 1200);
+  EXPECT_FALSE(ParsePower("500").ok());   // watts or kilowatts?
+  EXPECT_FALSE(ParsePower("500 w").ok());  // "w" is a week elsewhere; the SI symbol is W
+  EXPECT_FALSE(ParsePower("-5 W").ok());
+}
+
 TEST(Units, Rejections) {
   for (const char* bad : {"80", "eighty GiB", "80 GiBs", "-5 GiB", "", "GiB", "1e30 TiB", "nan GiB"}) {
     auto r = ParseBytes(bad);
