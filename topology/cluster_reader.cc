@@ -24,6 +24,11 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
   if (bw) link.bandwidth = *bw;
   if (lat) link.latency_s = *lat;
   if (nics) link.nics_per_node = static_cast<int>(*nics);
+  // Zero NICs is a node with no network: only `fabric: none` says that (fuzzing found a
+  // 1600 Gb/s link on 0 NICs, which the planner read as one NIC and the writer dropped).
+  if (nics && *nics == 0 && link.fabric != "none")
+    return doc.ErrorAt(node["nics_per_node"], std::string(what) + ".nics_per_node: 0 means no network; give the NIC count, "
+                                                                  "or say fabric: none");
   return Status::Ok();
 }
 

@@ -61,7 +61,9 @@ StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note,
   for (const std::string& t : NameTokens(name)) {
     if (t.size() > 2 && t.compare(t.size() - 2, 2, "gb") == 0 &&
         std::all_of(t.begin(), t.end() - 2, [](unsigned char ch) { return std::isdigit(ch); }))
-      gb = std::stoll(t.substr(0, t.size() - 2));
+      // More than 7 digits is past any card (fuzzing found a 120-digit size that made
+      // std::stoll throw); it stays unresolved like any other unknown name.
+      gb = t.size() - 2 > 7 ? -1 : std::stoll(t.substr(0, t.size() - 2));
     else
       rest.push_back(t);
   }

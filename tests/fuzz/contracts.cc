@@ -166,7 +166,7 @@ std::string CheckLayout(std::string_view data) {
 // The first byte picks the quantity; the rest is the text.
 std::string CheckUnits(std::string_view data) {
   if (data.empty()) return "";
-  const int kind = static_cast<unsigned char>(data[0]) % 5;
+  const int kind = static_cast<unsigned char>(data[0]) % 6;
   const std::string_view text = data.substr(1);
   auto error = [&](const Status& s) {
     return s.message().find(Quoted(text)) == std::string::npos ? "error does not quote the input: " + s.message()
@@ -206,6 +206,14 @@ std::string CheckUnits(std::string_view data) {
       auto v = ParseTokenCount(text);
       if (!v.ok()) return error(v.status());
       return bad_value(*v);
+    }
+    case 4: {
+      auto v = ParsePower(text);
+      if (!v.ok()) return error(v.status());
+      if (auto bad = bad_value(*v); !bad.empty()) return bad;
+      auto back = ParsePower(ShortestNumber(*v) + " W");  // what the cluster writer and plan files write
+      if (!back.ok() || !Close(*back, *v)) return "power does not read back: " + ShortestNumber(*v) + " W";
+      return "";
     }
     default: {
       auto v = ParsePricePerHour(text);

@@ -259,6 +259,22 @@ TEST(ClusterRejects, PowerLimit) {
   EXPECT_NE(bare.find("power_limit"), std::string::npos) << bare;
 }
 
+// Fuzzing finds: a size in a GPU name past int64 threw out of std::stoll (a crash), and a
+// network of 0 NICs was read as one NIC and written back as the default eight.
+TEST(ClusterRejects, FuzzFoundNamesAndNics) {
+  const std::string huge = ClusterError("gpus_per_node: 8\ngpu: A100-SXM " + std::string(120, '7') + "GB\n").message();
+  EXPECT_NE(huge.find("cluster.yaml:2:"), std::string::npos) << huge;
+  EXPECT_NE(huge.find("unknown GPU"), std::string::npos) << huge;
+  const std::string nics = ClusterError("gpus_per_node: 8\nnodes: 2\ngpu: A100 40GB\n"
+                                        "inter_node: {bandwidth: 1600 Gb/s, nics_per_node: 0}\n").message();
+  EXPECT_NE(nics.find("cluster.yaml:4:"), std::string::npos) << nics;
+  EXPECT_NE(nics.find("nics_per_node: 0 means no network"), std::string::npos) << nics;
+  auto none = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
+                                        "inter_node: {fabric: none, bandwidth: 0 Gb/s, nics_per_node: 0}\n");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(ParseCluster(*none).ok());
+}
+
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
 TEST(Documents, FlowStyleYamlIsYaml) {
   auto doc = Document::Parse("w.yaml", "{task: lora, seq_len: 4096}\n");
