@@ -312,7 +312,9 @@ Status SetQueryField(const std::string& column, const std::string& value, QueryG
     size_t dot = value.find('.');
     std::optional<int> major = ParseInt(value.substr(0, dot));
     std::optional<int> minor = dot == std::string::npos ? std::optional<int>(0) : ParseInt(value.substr(dot + 1));
-    if (!major || !minor || *minor > 9) return fail("a compute capability such as 9.0");
+    // The major version is bounded before the arithmetic (fuzzing found 315398887.0, whose
+    // x10 overflowed int).
+    if (!major || !minor || *minor > 9 || *major < 1 || *major > 99) return fail("a compute capability such as 9.0");
     gpu.compute_capability = *major * 10 + *minor;
   } else if (column == "driver_version") {
     gpu.driver_version = value;
