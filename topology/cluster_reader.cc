@@ -55,6 +55,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   c.gpus_per_node = static_cast<int>(*gpn);
   YAML::Node gpu = root["gpu"];
   if (!gpu.IsDefined()) return doc.ErrorAt(root, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
+  std::string tdp_of;  // whose TDP the power limit is checked against, for the message
   if (gpu.IsScalar()) {
     std::string note;
     int64_t stated_memory = 0;
@@ -70,6 +71,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     }
   } else {
     SP_ASSIGN_OR_RETURN(c.gpu, ParseGpu(doc, gpu, "custom", true));
+    tdp_of = c.gpu.name;
     // A mapping that names a catalog GPU and states only its memory ({name: H100 96GB,
     // memory: 96 GB}) takes that GPU's speeds; a name the catalog does not know leaves the
     // time unknown.
@@ -87,14 +89,15 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           if (gpu["memory_bandwidth"].IsDefined()) c.gpu.memory_bandwidth = stated.memory_bandwidth;
           if (gpu["power_limit"].IsDefined()) c.gpu.power_limit_watts = stated.power_limit_watts;
           if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
-          if (c.gpu.tdp_watts > 0 && c.gpu.power_limit_watts > c.gpu.tdp_watts)
-            return doc.ErrorAt(gpu["power_limit"], "power_limit: above the " + *key + " TDP (" +
-                                                       ShortestNumber(c.gpu.tdp_watts) + " W)");
+          tdp_of = *key;
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
         }
       }
     }
   }
+  if (c.gpu.tdp_watts > 0 && c.gpu.power_limit_watts > c.gpu.tdp_watts)  // a card draws at most its board power
+    return doc.ErrorAt(gpu["power_limit"], "power_limit: above the " + tdp_of + " TDP (" +
+                                               ShortestNumber(c.gpu.tdp_watts) + " W)");
   c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
   if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
   c.inter_node = {"infiniband", 400e9 / 8, 5e-6, c.gpus_per_node};

@@ -177,15 +177,15 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   // Board power: the TDP the datasheet peaks hold at, and the limit the cards run under
   // when it is lower (torchtitan's H100s run at 500 W of 700). The time model slows the
   // tensor cores by the clock that power allows (compute_cost.cc).
-  for (const char* key : {"tdp", "power_limit"}) {
+  // The cluster reader checks the limit against the TDP once the GPU is resolved.
+  auto watts = [&](const char* key) -> StatusOr<double> {
     SP_ASSIGN_OR_RETURN(std::optional<double> w, doc.Power(node, key));
     if (w && (*w < 1 || *w > 1e5))
       return doc.ErrorAt(node[key], std::string(key) + ": expected a board power from 1 W to 100 kW");
-    (std::string_view(key) == "tdp" ? g.tdp_watts : g.power_limit_watts) = w.value_or(0);
-  }
-  if (g.power_limit_watts > 0 && g.tdp_watts > 0 && g.power_limit_watts > g.tdp_watts)
-    return doc.ErrorAt(node["power_limit"], "power_limit: above the tdp (" + ShortestNumber(g.tdp_watts) +
-                                                " W); a card cannot draw more than its board power");
+    return w.value_or(0);
+  };
+  SP_ASSIGN_OR_RETURN(g.tdp_watts, watts("tdp"));
+  SP_ASSIGN_OR_RETURN(g.power_limit_watts, watts("power_limit"));
   return g;
 }
 

@@ -250,10 +250,15 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   return Status::Ok();
 }
 
+// GPT-2, GPT-NeoX, OPT, BLOOM and MPT: LayerNorm, a plain MLP, and heads that split the
+// hidden size (their configs carry no head_dim).
+bool GptStyle(const std::string& type) {
+  return type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom" || type == "mpt";
+}
+
 // Family traits that are not config keys.
 void ApplyFamily(const std::string& type, ModelSpec& m) {
-  const bool gpt_style = type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom" || type == "mpt";
-  if (gpt_style) {
+  if (GptStyle(type)) {
     m.norm = NormKind::kLayer;
     m.mlp = MlpKind::kPlain;
     m.gelu = type != "opt";  // OPT uses ReLU
@@ -551,12 +556,10 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     m.sliding_window_pattern = static_cast<int>(pattern);
   }
   ApplyFamily(*type, m);
-  // GPT-2, GPT-NeoX, OPT, BLOOM and MPT split the hidden size into heads and read no head_dim
-  // key, so for them a stated head_dim does not excuse heads that do not divide it (fuzzing
-  // found a gpt2 config with head_dim whose plan did not read back).
-  const bool head_dim_read = *type != "gpt2" && *type != "gpt_neox" && *type != "opt" && *type != "bloom" && *type != "mpt";
+  // GPT-style families read no head_dim key, so a stated one does not excuse heads that do
+  // not divide the hidden size (fuzzing found a gpt2 config whose plan did not read back).
   if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" && m.model_type != "gemma" &&
-      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && !(head_dim_read && r.Has("head_dim")))
+      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
   Status valid = ValidateModel(m);

@@ -108,10 +108,14 @@ TEST(Names, UnknownBuiltinSuggests) {
   EXPECT_NE(m.status().message().find("did you mean 'llama-3.1-70b'?"), std::string::npos) << m.status().message();
 }
 
-Status ClusterError(const std::string& text) {
+StatusOr<ClusterSpec> ReadCluster(const std::string& text) {
   auto doc = Document::Parse("cluster.yaml", text);
   if (!doc.ok()) return doc.status();
-  auto c = ParseCluster(*doc);
+  return ParseCluster(*doc);
+}
+
+Status ClusterError(const std::string& text) {
+  auto c = ReadCluster(text);
   return c.ok() ? Status::Ok() : c.status();
 }
 
@@ -238,19 +242,17 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
 // "the default 500W power limit". The catalog carries each card's TDP; the stated limit must
 // be a power at or under it.
 TEST(ClusterRejects, PowerLimit) {
-  auto doc = Document::Parse("c.yaml", "gpus_per_node: 8\ngpu: {name: H100 96GB HBM2e, memory: 96 GiB, "
-                                       "memory_bandwidth: 2.4 TB/s, power_limit: 500 W}\n");
-  ASSERT_TRUE(doc.ok());
-  auto c = ParseCluster(*doc);
+  auto c = ReadCluster("gpus_per_node: 8\ngpu: {name: H100 96GB HBM2e, memory: 96 GiB, "
+                       "memory_bandwidth: 2.4 TB/s, power_limit: 500 W}\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_DOUBLE_EQ(c->gpu.tdp_watts, 700);
   EXPECT_DOUBLE_EQ(c->gpu.power_limit_watts, 500);
   EXPECT_DOUBLE_EQ(c->gpu.memory_bandwidth, 2.4e12);
   EXPECT_NE(DescribeCluster(*c).find("500 W limit of a 700 W TDP"), std::string::npos) << DescribeCluster(*c);
-  auto a100 = Document::Parse("c.yaml", "gpus_per_node: 8\ngpu: a100-sxm-80gb\n");
+  auto a100 = ReadCluster("gpus_per_node: 8\ngpu: a100-sxm-80gb\n");
   ASSERT_TRUE(a100.ok());
-  EXPECT_DOUBLE_EQ(ParseCluster(*a100)->gpu.tdp_watts, 400);
-  EXPECT_DOUBLE_EQ(ParseCluster(*a100)->gpu.power_limit_watts, 0);  // at its TDP
+  EXPECT_DOUBLE_EQ(a100->gpu.tdp_watts, 400);
+  EXPECT_DOUBLE_EQ(a100->gpu.power_limit_watts, 0);  // at its TDP
   const std::string over = ClusterError("gpus_per_node: 1\ngpu: {name: H100, memory: 80 GiB, power_limit: 800 W}\n").message();
   EXPECT_NE(over.find("cluster.yaml:2:"), std::string::npos) << over;
   EXPECT_NE(over.find("above the h100-sxm-80gb TDP (700 W)"), std::string::npos) << over;
@@ -269,10 +271,8 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
                                         "inter_node: {bandwidth: 1600 Gb/s, nics_per_node: 0}\n").message();
   EXPECT_NE(nics.find("cluster.yaml:4:"), std::string::npos) << nics;
   EXPECT_NE(nics.find("nics_per_node: 0 means no network"), std::string::npos) << nics;
-  auto none = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
-                                        "inter_node: {fabric: none, bandwidth: 0 Gb/s, nics_per_node: 0}\n");
-  ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(ParseCluster(*none).ok());
+  EXPECT_TRUE(ReadCluster("gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
+                          "inter_node: {fabric: none, bandwidth: 0 Gb/s, nics_per_node: 0}\n").ok());
 }
 
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
