@@ -243,6 +243,16 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                    Phase::kBackward, Pool::kTorch, "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"});
     return;
   }
+  if (ctx.r.loss == LossKind::kNoUpcast) {
+    // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
+    // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its
+    // backward holds the saved output, nll_loss's bf16 grad and its own bf16 output.
+    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * 4), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
+                   "bf16 logits + saved bf16 log-softmax, no fp32 upcast"});
+    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 6), 3, Phase::kBackward, Phase::kBackward,
+                   Pool::kTorch, "saved bf16 log-softmax + bf16 grads of the loss at the start of backward"});
+    return;
+  }
   const double loss_bytes = l.framework == Framework::kMegatron ? 6 : 10;  // Megatron: bf16 + fp32 in the fused CE
   out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * loss_bytes), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
                  "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)"});

@@ -97,13 +97,15 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         {"torchtitan", {Framework::kTorchtitan, Stack::kNative}}, {"torchtune", {Framework::kFsdp, Stack::kTorchtune}},
         {"hf", {Framework::kFsdp, Stack::kHf}},                 {"transformers", {Framework::kFsdp, Stack::kHf}},
         {"trl", {Framework::kFsdp, Stack::kHf}},                {"peft", {Framework::kFsdp, Stack::kHf}},
-        {"unsloth", {Framework::kFsdp, Stack::kUnsloth}}};
+        {"unsloth", {Framework::kFsdp, Stack::kUnsloth}},
+        // NeMo AutoModel: FSDP2 on a device mesh with PP, EP and CP, the composition torchtitan runs.
+        {"automodel", {Framework::kTorchtitan, Stack::kAutomodel}}, {"nemo-automodel", {Framework::kTorchtitan, Stack::kAutomodel}}};
     auto it = f.find(Lower(v));
     if (it == f.end()) {
       std::vector<std::string> names;
       for (const auto& [name, named] : f) names.push_back(name);
       const std::string hint = Suggest(Lower(v), names);
-      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf or unsloth" +
+      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo or automodel" +
                           (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"), v);
     }
     l.framework = it->second.engine;
@@ -285,6 +287,7 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kHf: return "hf";
     case Stack::kUnsloth: return "unsloth";
     case Stack::kNemo: return "nemo";
+    case Stack::kAutomodel: return "automodel";
   }
   return "?";
 }

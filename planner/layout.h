@@ -21,7 +21,9 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // own kernels. Each brings recipe defaults (planner/recipe.h); the engine does the sharding.
 // kNemo: NeMo / Megatron-Bridge recipes on Megatron-core (their performance defaults differ
 // from bare Megatron-LM: TP communication overlap on, sequence parallel on with TP).
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo };
+// kAutomodel: NeMo AutoModel, FSDP2 with PP/EP/CP as torchtitan composes them, on a model
+// built in the checkpoint's dtype (no fp32 master copy).
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 

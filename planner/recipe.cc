@@ -24,6 +24,18 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
       }
       if (why) *why = "the checkpoint is fp32, so weights and optimizer states stay fp32 under autocast";
       return true;
+    case Stack::kAutomodel:
+      // NeMo AutoModel builds the model in the checkpoint's dtype (torch_dtype "auto", bf16
+      // when the config names none; _transformers/auto_model.py) and FSDP2 casts only the
+      // gathered copy (MixedPrecisionPolicy param_dtype bf16, reduce_dtype fp32;
+      // components/moe/parallelizer.py): a bf16 checkpoint trains with bf16 shards and
+      // bf16 Adam states.
+      if (m.dtype != Dtype::kFp32) {
+        if (why) *why = "AutoModel builds the model in the checkpoint's " + std::string(DtypeName(m.dtype)) + "; FSDP2 keeps bf16 shards";
+        return false;
+      }
+      if (why) *why = "the checkpoint is fp32, so AutoModel's FSDP2 shards and optimizer states stay fp32";
+      return true;
     case Stack::kNative:
     case Stack::kNemo:
       break;
@@ -78,6 +90,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   } else if (l.stack == Stack::kTorchtune) {
     r.loss = LossKind::kChunked;
     assume("loss: chunked (torchtune's configs use CEWithChunkedOutputLoss, 8 chunks)");
+  } else if (l.stack == Stack::kAutomodel) {
+    r.loss = LossKind::kStandard;
+    assume("loss: standard (AutoModel's MaskedCrossEntropy upcasts logits to fp32; its benchmark configs set fp32_upcast: false, which is loss: no_upcast)");
   } else if (l.stack == Stack::kUnsloth) {
     r.loss = LossKind::kFused;
     assume("loss: fused (Unsloth's fused cross-entropy never holds whole fp32 logits)");

@@ -74,6 +74,7 @@ std::string_view LossName(LossKind k) {
     case LossKind::kStandard: return "standard";
     case LossKind::kChunked: return "chunked";
     case LossKind::kFused: return "fused";
+    case LossKind::kNoUpcast: return "no_upcast";
   }
   return "?";
 }

@@ -28,6 +28,7 @@ enum class LossKind {
   kStandard,  // full logits, upcast to fp32, cross-entropy (HF, accelerate)
   kChunked,   // logits in chunks, each upcast alone (torchtune CEWithChunkedOutputLoss)
   kFused,     // fused linear + cross-entropy, logits never whole (Liger, Unsloth, Cut CE)
+  kNoUpcast,  // full logits, cross-entropy on them in bf16 (AutoModel MaskedCrossEntropy fp32_upcast: false)
 };
 
 struct LoraSpec {

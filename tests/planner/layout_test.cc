@@ -47,7 +47,7 @@ TEST(Layout, ParseErrors) {
   EXPECT_NE(ParseLayout("tp=eight").status().message().find("--layout tp: expected an integer >= 1, got \"eight\""),
             std::string::npos);
   EXPECT_NE(ParseLayout("zero=4").status().message().find("0, 1, 2 or 3"), std::string::npos);
-  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf or unsloth"),
+  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo or automodel"),
             std::string::npos);
   EXPECT_NE(ParseLayout("framework=torchtun").status().message().find("did you mean 'torchtune'?"), std::string::npos);
   EXPECT_NE(ParseLayout("tp").status().message().find("expected key=value"), std::string::npos);
@@ -120,6 +120,7 @@ TEST(Layout, StacksMapOntoTheirEngine) {
                         Case{"framework=hf", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=unsloth", Framework::kFsdp, Stack::kUnsloth, 0},
                         Case{"framework=NeMo", Framework::kMegatron, Stack::kNemo, 1},
+                        Case{"framework=automodel", Framework::kTorchtitan, Stack::kAutomodel, 3},
                         Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kNative, 1}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;

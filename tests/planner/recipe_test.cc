@@ -178,7 +178,41 @@ TEST(Recipe, LossKinds) {
   };
   EXPECT_NEAR(loss_bytes("standard"), 10 * logits, 1e3);
   EXPECT_NEAR(loss_bytes("chunked"), 6.5 * logits, 1e3);
+  EXPECT_NEAR(loss_bytes("no_upcast"), 4 * logits, 1e3);
   EXPECT_LT(loss_bytes("fused"), 0.05 * 10 * logits);
+}
+
+// NeMo AutoModel builds the model in the checkpoint's dtype and shards it with FSDP2, so a
+// bf16 checkpoint trains with bf16 shards, bf16 gradients and bf16 Adam states: half of
+// torchtitan's fp32 shards on the same mesh, with no master copy. An fp32 checkpoint keeps
+// fp32 shards. Both defaults, and the loss it keeps, are stated.
+TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok());
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 512\noptimizer: adam\n");
+  const MemoryEstimate titan = Estimate(*m, w, *c, "framework=torchtitan,dp=8,ep=8,mbs=4,ac=full");
+  const MemoryEstimate am = Estimate(*m, w, *c, "framework=automodel,dp=8,ep=8,mbs=4,ac=full");
+  ASSERT_GT(Term(titan, "parameters"), 0);
+  EXPECT_NEAR(Term(am, "parameters"), Term(titan, "parameters") / 2.0, 2);
+  EXPECT_NEAR(Term(am, "gradients"), Term(titan, "gradients") / 2.0, 2);
+  EXPECT_NEAR(Term(am, "optimizer_states"), Term(titan, "optimizer_states") / 2.0, 2);
+  EXPECT_EQ(Term(am, "master_weights"), 0);
+  EXPECT_LT(am.fullest().allocated_peak, titan.fullest().allocated_peak);
+
+  auto l = ResolveLayout(*m, w, *c, *ParseLayout("framework=automodel,dp=8,ep=8"));
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  const TrainingRecipe r = ResolveRecipe(*m, w, *l, &assumed);
+  EXPECT_FALSE(r.master_weights);
+  EXPECT_EQ(r.loss, LossKind::kStandard);
+  ASSERT_EQ(assumed.size(), 2u);
+  EXPECT_NE(assumed[0].find("master_weights: none (AutoModel"), std::string::npos) << assumed[0];
+  EXPECT_NE(assumed[1].find("fp32_upcast: false"), std::string::npos) << assumed[1];
+  ModelSpec fp32 = *m;
+  fp32.dtype = Dtype::kFp32;
+  EXPECT_TRUE(ResolveRecipe(fp32, w, *l).master_weights);
 }
 
 // Activation offloading keeps about two layers' saved tensors on the GPU; the rest is in
