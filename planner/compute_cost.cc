@@ -258,6 +258,12 @@ Hw HardwareFor(const GpuSpec& g, Dtype p) {
   hw.ceiling = Ceiling(g.compute_capability, p) * clock;
   hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16) * clock;
   hw.operand = p == Dtype::kFp8 ? 1 : DtypeBytes(p);
+  if (p == Dtype::kFp32) {
+    // An fp32 run has no 16-bit path: attention and the LM head run in fp32 too.
+    hw.peak16 = hw.peak;
+    hw.ceiling16 = hw.ceiling;
+    hw.operand16 = 4;
+  }
   hw.attention = (g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere) * clock;
   return hw;
 }
@@ -267,7 +273,7 @@ double Gemm(const Hw& hw, bool low_precision, double m, double n, double k, doub
   const double peak = low_precision ? hw.peak : hw.peak16;
   const double e = Efficiency(hw, low_precision ? hw.ceiling : hw.ceiling16, m, n, k, groups);
   const double compute = 2 * m * n * k * groups / (peak * e);
-  const double bytes = (m * k + k * n + m * n) * groups * (low_precision ? hw.operand : 2);
+  const double bytes = (m * k + k * n + m * n) * groups * (low_precision ? hw.operand : hw.operand16);
   return std::max(compute, hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0);
 }
 

@@ -19,11 +19,13 @@ struct Hw {
   double sms = 1;        // streaming multiprocessors
   double attention = 0;  // fused-attention efficiency at long sequences
   double peak = 0;       // FLOP/s of the matmul precision (fp8 or 16-bit)
-  double peak16 = 0;     // 16-bit FLOP/s: attention, LM head
+  double peak16 = 0;     // FLOP/s of what fp8 leaves unquantized (attention, LM head):
+                         // 16-bit, or fp32 when the run trains in fp32
   double bw = 0;         // HBM bytes/s
   double ceiling = 0;    // GEMM efficiency ceiling in the matmul precision
-  double ceiling16 = 0;  // same in 16-bit
+  double ceiling16 = 0;  // same for peak16
   double operand = 2;    // bytes per GEMM operand element
+  double operand16 = 2;  // same for peak16
 };
 
 Hw HardwareFor(const GpuSpec& g, Dtype p);

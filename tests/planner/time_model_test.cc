@@ -339,6 +339,19 @@ TEST(EstimateTime, TermsAddUpAndRatesFollowFromTheStep) {
   for (const TimeTerm& term : t.terms) EXPECT_GE(term.raw_seconds, term.seconds * (1 - 1e-12)) << term.name;
 }
 
+// A run that trains in fp32 (PyTorch's default matmul precision: no TF32, the CUDA cores'
+// 1/16 of BF16) runs every GEMM, attention and the LM head included, at that rate: its MFU
+// against the fp32 peak stays below 1, and the step is many times the bf16 one.
+TEST(EstimateTime, Fp32TrainingRunsAtTheFp32Peak) {
+  Workload w = Pretrain(2048, 16);
+  const TimeEstimate bf16 = EstimateTime(Llama2_7B(), w, FsdpLayout(8), DgxH100(1));
+  w.precision = Dtype::kFp32;
+  const TimeEstimate fp32 = EstimateTime(Llama2_7B(), w, FsdpLayout(8), DgxH100(1));
+  EXPECT_GT(fp32.mfu, 0.2);
+  EXPECT_LT(fp32.mfu, 1.0);
+  EXPECT_GT(fp32.step_seconds, 8 * bf16.step_seconds);
+}
+
 TEST(EstimateTime, WithoutTermsGivesTheSameStep) {
   TimeOptions opt;
   opt.with_terms = false;
