@@ -71,7 +71,9 @@ double CollectiveSeconds(Collective kind, double bytes, int n, const Tier& tier)
 
 Tier GroupTier(const ClusterSpec& c, int stride, int size) {
   Tier t;
-  const int gpn = std::max(1, c.gpus_per_node);
+  // Ranks inside one NVLink domain (a node, or GB200 NVL72's 72 GPUs) talk over NVLink;
+  // a group that spans domains crosses the network once per member in each domain.
+  const int gpn = std::max(1, c.nvlink_domain_size());
   stride = std::max(1, stride);
   const double intra = IntraBandwidth(c) * kIntraEfficiency;
   const bool spans = c.nodes > 1 && static_cast<long long>(stride) * size > gpn;
@@ -89,7 +91,7 @@ Tier GroupTier(const ClusterSpec& c, int stride, int size) {
 }
 
 Tier NeighborTier(const ClusterSpec& c, int stride, int size) {
-  const int gpn = std::max(1, c.gpus_per_node);
+  const int gpn = std::max(1, c.nvlink_domain_size());
   stride = std::max(1, stride);
   if (c.nodes <= 1 || static_cast<long long>(stride) * size <= gpn) return GroupTier(c, stride, size);
   return GroupTier(c, std::max(stride, gpn), 2);  // one hop between nodes: one GPU's NIC share

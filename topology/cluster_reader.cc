@@ -12,12 +12,14 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
   if (!node.IsDefined()) return Status::Ok();
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, what));
   std::vector<std::string> keys = {"fabric", "bandwidth", "latency"};
-  if (inter) keys.push_back("nics_per_node");
+  keys.push_back(inter ? "nics_per_node" : "domain");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> fabric, doc.String(node, "fabric"));
   SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(node, "bandwidth"));
   SP_ASSIGN_OR_RETURN(std::optional<double> lat, doc.Duration(node, "latency"));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nics, doc.Int(node, "nics_per_node", 0, 64));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> domain, doc.Int(node, "domain", 1, 1 << 20));
+  if (domain) link.domain = static_cast<int>(*domain);
   if (fabric && fabric->empty())  // `fabric: !tag` or `fabric: ""`: no name to plan with
     return doc.ErrorAt(node["fabric"], std::string(what) + ".fabric: expected a name such as nvlink, infiniband or roce");
   if (fabric) link.fabric = *fabric;
@@ -89,6 +91,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           if (gpu["memory_bandwidth"].IsDefined()) c.gpu.memory_bandwidth = stated.memory_bandwidth;
           if (gpu["power_limit"].IsDefined()) c.gpu.power_limit_watts = stated.power_limit_watts;
           if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
+          if (gpu["nvlink_domain"].IsDefined()) c.gpu.nvlink_domain = stated.nvlink_domain;
           tdp_of = *key;
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
         }
@@ -102,6 +105,21 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
   c.inter_node = {"infiniband", 400e9 / 8, 5e-6, c.gpus_per_node};
   SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
+  // A system whose NVLink fabric spans trays (GB200 NVL72: 18 trays of 4 GPUs on one NVLink
+  // switch fabric) ships that way: its collectives inside the domain never touch a NIC.
+  YAML::Node intra = root["intra_node"];
+  const bool domain_stated = intra.IsDefined() && intra.IsMap() && intra["domain"].IsDefined();
+  if (!domain_stated && c.gpu.nvlink_domain > c.gpus_per_node && c.nodes > 1 && c.intra_node.fabric == "nvlink") {
+    c.intra_node.domain = c.gpu.nvlink_domain;
+    c.assumed.push_back("intra_node.domain: " + std::to_string(c.gpu.nvlink_domain) + " (" + c.gpu.name +
+                        " systems join " + std::to_string(c.gpu.nvlink_domain) +
+                        " GPUs on one NVLink fabric; say intra_node: {domain: " + std::to_string(c.gpus_per_node) +
+                        "} for trays on the network alone)");
+  }
+  if (c.intra_node.domain > 0 && (c.intra_node.domain < c.gpus_per_node || c.intra_node.domain % c.gpus_per_node != 0))
+    return doc.ErrorAt(domain_stated ? intra["domain"] : gpu,
+                       "intra_node.domain: " + std::to_string(c.intra_node.domain) +
+                           " GPUs is not a whole number of nodes of " + std::to_string(c.gpus_per_node));
   SP_RETURN_IF_ERROR(ReadLink(doc, root["inter_node"], "inter_node", true, c.inter_node));
   c.pcie_bandwidth = 25e9;
   if (YAML::Node host = root["host"]; host.IsDefined()) {
@@ -150,6 +168,11 @@ std::string DescribeCluster(const ClusterSpec& c) {
   std::snprintf(buf, sizeof buf, "intra-node   %s, %s per GPU per direction, %.1f us\n", c.intra_node.fabric.c_str(),
                 FormatBandwidth(c.intra_node.bandwidth).c_str(), c.intra_node.latency_s * 1e6);
   out += buf;
+  if (c.nvlink_domain_size() > c.gpus_per_node) {
+    std::snprintf(buf, sizeof buf, "NVLink domain %d GPUs (%d nodes) on one %s fabric\n", c.nvlink_domain_size(),
+                  c.nvlink_domain_size() / c.gpus_per_node, c.intra_node.fabric.c_str());
+    out += buf;
+  }
   if (c.nodes > 1 || c.inter_node.nics_per_node > 0) {
     std::snprintf(buf, sizeof buf, "inter-node   %s, %d NIC(s) x %s per node = %s per GPU, %.1f us\n",
                   c.inter_node.fabric.c_str(), c.inter_node.nics_per_node,

@@ -22,6 +22,7 @@ struct GpuSpec {
   int compute_capability = 0;        // 90 for sm_90
   double tdp_watts = 0;              // board power the datasheet peaks hold at; 0 = unknown
   double power_limit_watts = 0;      // the limit the cards run under (nvidia-smi -pl); 0 = the TDP
+  int nvlink_domain = 0;             // GPUs one NVLink fabric joins as the system ships (GB200 NVL72: 72); 0 = a node
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -30,6 +31,7 @@ struct LinkSpec {
   double bandwidth = 0;              // bytes/s, one direction: per GPU (intra) or per NIC (inter)
   double latency_s = 0;              // per message
   int nics_per_node = 0;             // inter-node only
+  int domain = 0;                    // intra-node only: GPUs the fabric joins across nodes (NVL72: 72); 0 = one node
   bool operator==(const LinkSpec&) const = default;
 };
 
@@ -48,6 +50,9 @@ struct ClusterSpec {
 
   bool operator==(const ClusterSpec&) const = default;
   int world_size() const { return nodes * gpus_per_node; }
+  // GPUs that reach each other over the intra-node fabric: the node, or a multi-node NVLink
+  // domain (GB200 NVL72 joins 18 trays of 4).
+  int nvlink_domain_size() const { return intra_node.domain > gpus_per_node ? intra_node.domain : gpus_per_node; }
   // Bandwidth per GPU across nodes: the node's NICs shared by its GPUs.
   double inter_node_bandwidth_per_gpu() const {
     int nics = inter_node.nics_per_node > 0 ? inter_node.nics_per_node : 1;

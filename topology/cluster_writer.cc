@@ -80,6 +80,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.compute_capability != c.compute_capability) d.push_back("compute_capability");
   if (g.tdp_watts != c.tdp_watts) d.push_back("tdp");
   if (g.power_limit_watts != c.power_limit_watts) d.push_back("power_limit");
+  if (g.nvlink_domain != c.nvlink_domain) d.push_back("nvlink_domain");
   return d;
 }
 
@@ -113,6 +114,7 @@ std::string WriteGpu(const GpuSpec& g) {
   else out += "  # compute_capability: unknown; the reader's default applies\n";
   if (g.tdp_watts > 0) out += "  tdp: " + ShortestDecimal(g.tdp_watts) + " W\n";
   if (g.power_limit_watts > 0) out += Commented("  power_limit: " + ShortestDecimal(g.power_limit_watts) + " W", "nvidia-smi -pl");
+  if (g.nvlink_domain > 0) out += Commented("  nvlink_domain: " + std::to_string(g.nvlink_domain), "GPUs one NVLink fabric joins");
   return out;
 }
 
@@ -124,6 +126,7 @@ std::string WriteLink(const char* key, const LinkSpec& l, bool inter, const std:
   if (l.bandwidth > 0 || none) text += ", bandwidth: " + (inter ? YamlBitRate(l.bandwidth) : YamlBandwidth(l.bandwidth));
   else comment = "bandwidth unknown: the reader's default applies";
   if (inter && (l.nics_per_node > 0 || none)) text += ", nics_per_node: " + std::to_string(l.nics_per_node);
+  if (!inter && l.domain > 0) text += ", domain: " + std::to_string(l.domain);
   if (l.latency_s > 0 || none) text += ", latency: " + YamlDuration(l.latency_s);
   return Commented(text + "}", comment);
 }

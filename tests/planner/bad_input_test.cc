@@ -261,6 +261,31 @@ TEST(ClusterRejects, PowerLimit) {
   EXPECT_NE(bare.find("power_limit"), std::string::npos) << bare;
 }
 
+// GB200 ships as NVL72: several GB200 trays share one 72-GPU NVLink domain unless the file
+// says otherwise, and say so; a domain must be whole nodes.
+TEST(ClusterReads, Gb200NvlinkDomain) {
+  auto c = ReadCluster("nodes: 64\ngpus_per_node: 4\ngpu: GB200\n");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->intra_node.domain, 72);
+  EXPECT_EQ(c->nvlink_domain_size(), 72);
+  bool said = false;
+  for (const std::string& a : c->assumed) said = said || a.find("intra_node.domain: 72") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_NE(DescribeCluster(*c).find("NVLink domain 72 GPUs (18 nodes)"), std::string::npos) << DescribeCluster(*c);
+  auto alone = ReadCluster("nodes: 64\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 4}\n");
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  EXPECT_EQ(alone->nvlink_domain_size(), 4);
+  auto one = ReadCluster("gpus_per_node: 4\ngpu: GB200\n");  // one tray: no domain to speak of
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->intra_node.domain, 0);
+  auto h100 = ReadCluster("nodes: 4\ngpus_per_node: 8\ngpu: H100\n");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(h100->nvlink_domain_size(), 8);
+  const std::string odd = ClusterError("nodes: 4\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 70}\n").message();
+  EXPECT_NE(odd.find("cluster.yaml:4:"), std::string::npos) << odd;
+  EXPECT_NE(odd.find("not a whole number of nodes of 4"), std::string::npos) << odd;
+}
+
 // Fuzzing finds: a size in a GPU name past int64 threw out of std::stoll (a crash), and a
 // network of 0 NICs was read as one NIC and written back as the default eight.
 TEST(ClusterRejects, FuzzFoundNamesAndNics) {

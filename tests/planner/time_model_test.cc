@@ -228,6 +228,31 @@ TEST(Collectives, NeighborExchangeAcrossNodesRunsOnOneNic) {
   EXPECT_FALSE(GroupTier(c, 2, 2).inter_node);
 }
 
+// GB200 NVL72 joins 18 trays of 4 GPUs on one NVLink fabric: an EP64 all-to-all over 16
+// trays stays on NVLink, where 4-GPU nodes on the network alone put it on one NIC share per
+// member; a group wider than the domain crosses the network again.
+TEST(Collectives, NvlinkDomainSpansNodes) {
+  ClusterSpec trays = DgxH100(64);
+  trays.gpus_per_node = 4;
+  trays.intra_node = {"nvlink", 900e9, 0, 0};
+  trays.inter_node = {"infiniband", 50e9, 5e-6, 4};
+  ClusterSpec nvl72 = trays;
+  nvl72.intra_node.domain = 72;
+  EXPECT_EQ(nvl72.nvlink_domain_size(), 72);
+  EXPECT_EQ(trays.nvlink_domain_size(), 4);
+  const Tier in_domain = GroupTier(nvl72, 1, 64);
+  EXPECT_FALSE(in_domain.inter_node);
+  EXPECT_DOUBLE_EQ(in_domain.bus_bandwidth, 900e9 * 0.80);
+  const Tier on_network = GroupTier(trays, 1, 64);
+  EXPECT_TRUE(on_network.inter_node);
+  EXPECT_DOUBLE_EQ(on_network.bus_bandwidth, 4 * 50e9 * 0.85);
+  const Tier wider = GroupTier(nvl72, 1, 128);  // 72 members per domain, each on its own NIC
+  EXPECT_TRUE(wider.inter_node);
+  EXPECT_DOUBLE_EQ(wider.bus_bandwidth, std::min(900e9 * 0.80, 64 * 50e9 * 0.85));
+  EXPECT_FALSE(NeighborTier(nvl72, 4, 16).inter_node);  // 16 stages 4 apart: inside the domain
+  EXPECT_TRUE(NeighborTier(trays, 4, 16).inter_node);
+}
+
 // ---- Pipeline ----
 
 TEST(Pipeline, BubbleFraction) {

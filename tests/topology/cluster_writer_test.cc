@@ -29,6 +29,7 @@ void ExpectSameLink(const LinkSpec& a, const LinkSpec& b, const char* what) {
   EXPECT_DOUBLE_EQ(a.bandwidth, b.bandwidth) << what;
   EXPECT_DOUBLE_EQ(a.latency_s, b.latency_s) << what;
   EXPECT_EQ(a.nics_per_node, b.nics_per_node) << what;
+  EXPECT_EQ(a.domain, b.domain) << what;
 }
 
 void ExpectSameCluster(const ClusterSpec& a, const ClusterSpec& b) {
@@ -144,6 +145,23 @@ TEST(WriteClusterYaml, BuiltInClustersRoundTripExactly) {
     StatusOr<ClusterSpec> c = LoadCluster(name);
     ASSERT_TRUE(c.ok()) << c.status().message();
     std::string yaml = WriteClusterYaml(*c);
+    StatusOr<ClusterSpec> back = ReadBack(yaml);
+    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << yaml;
+    ExpectSameCluster(*back, *c);
+  }
+}
+
+// A GB200 rack's NVLink domain is written out and read back as it was, whether it came
+// from the catalog (NVL72) or the file stated trays on the network alone.
+TEST(WriteClusterYaml, NvlinkDomainRoundTrips) {
+  for (const char* text : {"nodes: 18\ngpus_per_node: 4\ngpu: GB200\n",
+                           "nodes: 18\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 4}\n",
+                           "nodes: 18\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 36}\n"}) {
+    SCOPED_TRACE(text);
+    StatusOr<ClusterSpec> c = ReadBack(text);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    const std::string yaml = WriteClusterYaml(*c);
+    EXPECT_NE(yaml.find("domain: " + std::to_string(c->intra_node.domain)), std::string::npos) << yaml;
     StatusOr<ClusterSpec> back = ReadBack(yaml);
     ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << yaml;
     ExpectSameCluster(*back, *c);
