@@ -243,6 +243,16 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                    Phase::kBackward, Pool::kTorch, "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"});
     return;
   }
+  if (ctx.r.loss == LossKind::kCompiled) {
+    // torch.compile of cross_entropy(logits.float()) (torchtitan components/loss.py): one
+    // fused kernel reads the bf16 logits and keeps a per-token logsumexp; backward writes
+    // the bf16 grad straight from the saved logits, so no fp32 copy is ever whole.
+    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * 2 + tokens * 4), 3, Phase::kLoss, Phase::kLoss,
+                   Pool::kTorch, "bf16 logits + per-token logsumexp; the compiled loss fuses the upcast"});
+    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 4), 3, Phase::kBackward, Phase::kBackward,
+                   Pool::kTorch, "saved bf16 logits + their bf16 grad from the fused backward"});
+    return;
+  }
   if (ctx.r.loss == LossKind::kNoUpcast) {
     // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
     // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its

@@ -75,6 +75,7 @@ std::string_view LossName(LossKind k) {
     case LossKind::kChunked: return "chunked";
     case LossKind::kFused: return "fused";
     case LossKind::kNoUpcast: return "no_upcast";
+    case LossKind::kCompiled: return "compiled";
   }
   return "?";
 }

@@ -29,6 +29,7 @@ enum class LossKind {
   kChunked,   // logits in chunks, each upcast alone (torchtune CEWithChunkedOutputLoss)
   kFused,     // fused linear + cross-entropy, logits never whole (Liger, Unsloth, Cut CE)
   kNoUpcast,  // full logits, cross-entropy on them in bf16 (AutoModel MaskedCrossEntropy fp32_upcast: false)
+  kCompiled,  // full bf16 logits, upcast and cross-entropy fused by torch.compile (torchtitan)
 };
 
 struct LoraSpec {
