@@ -103,6 +103,12 @@ std::string GbPerS(double bytes_per_s) {
   return buf;
 }
 
+std::string Watts(double w) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g W", w);
+  return buf;
+}
+
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::BadInput(path + ": cannot read: " + std::strerror(errno));
@@ -194,6 +200,16 @@ GpuSpec NodeGpu(const std::vector<QueryGpu>& gpus, Discovery& d) {
     d.notes.push_back("the catalog gives " + catalog->name + " " + GbPerS(catalog->nvlink_bandwidth) +
                       " of NVLink per GPU; this node's links give " + GbPerS(nvlink));
   g.nvlink_bandwidth = nvlink;
+  // A cap below the card's TDP (nvidia-smi -pl; torchtitan's H100s ran at 500 W of 700)
+  // slows its tensor cores; the lowest card sets the pace of a synchronous step.
+  double limit = 0;
+  for (const QueryGpu& q : gpus)
+    if (q.power_limit_watts > 0) limit = limit > 0 ? std::min(limit, q.power_limit_watts) : q.power_limit_watts;
+  if (limit > 0 && g.tdp_watts > 0 && limit < g.tdp_watts - 0.5) {
+    g.power_limit_watts = limit;
+    d.notes.push_back("the GPUs run under a " + Watts(limit) + " power limit of the " + Watts(g.tdp_watts) +
+                      " TDP; the plan prices their tensor cores at the clock that allows");
+  }
   return g;
 }
 
@@ -289,7 +305,7 @@ StatusOr<Discovery> DiscoverWithNvidiaSmi(const CommandRunner& run, const Discov
   };
   SP_ASSIGN_OR_RETURN(std::string topo_text, run(topo_command));
   std::vector<std::string> cols = {"index", "name", "memory.total", "pci.bus_id", "compute_cap",
-                                   "pcie.link.gen.max", "pcie.link.width.max", "driver_version"};
+                                   "pcie.link.gen.max", "pcie.link.width.max", "driver_version", "power.limit"};
   StatusOr<std::string> query = run(query_command(cols));
   if (!query.ok()) {  // drivers before ~510 reject compute_cap: ask for the documented four
     cols = DefaultQueryColumns();

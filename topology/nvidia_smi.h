@@ -54,6 +54,7 @@ struct QueryGpu {
   std::string driver_version;  // empty if not queried
   int pcie_gen = 0;            // pcie.link.gen.max; 0 if not queried
   int pcie_width = 0;          // pcie.link.width.max; 0 if not queried
+  double power_limit_watts = 0;  // power.limit, the enforced board power cap; 0 if not queried
 };
 
 // The columns of `nvidia-smi --query-gpu=...` without a header: the documented four.

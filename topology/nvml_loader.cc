@@ -46,6 +46,8 @@ void ReadOptional(const NvmlFunctions& nvml, NvmlDevice dev, NvmlGpu& gpu) {
   if (nvml.numa_node && nvml.numa_node(dev, &value) == kNvmlSuccess) gpu.numa_node = static_cast<int>(value);
   if (nvml.max_pcie_gen && nvml.max_pcie_gen(dev, &value) == kNvmlSuccess) gpu.pcie_gen = static_cast<int>(value);
   if (nvml.max_pcie_width && nvml.max_pcie_width(dev, &value) == kNvmlSuccess) gpu.pcie_width = static_cast<int>(value);
+  if (nvml.power_limit && nvml.power_limit(dev, &value) == kNvmlSuccess && value >= 1000)
+    gpu.power_limit_watts = value / 1000.0;  // milliwatts
   if (nvml.cpu_affinity) {
     std::vector<unsigned long> mask(kCpuMaskWords, 0);
     if (nvml.cpu_affinity(dev, kCpuMaskWords, mask.data()) == kNvmlSuccess) gpu.cpu_affinity = CpuListFromMask(mask);
@@ -108,6 +110,7 @@ StatusOr<NvmlFunctions> LoadNvml(const char* soname) {
   Bind(lib, "nvmlSystemGetDriverVersion", f.driver_version);
   Bind(lib, "nvmlDeviceGetMaxPcieLinkGeneration", f.max_pcie_gen);
   Bind(lib, "nvmlDeviceGetMaxPcieLinkWidth", f.max_pcie_width);
+  Bind(lib, "nvmlDeviceGetEnforcedPowerLimit", f.power_limit);
   return f;
 }
 
@@ -161,7 +164,7 @@ std::vector<QueryGpu> NvmlQueryRows(const NvmlSnapshot& snap) {
   for (size_t i = 0; i < snap.gpus.size(); ++i) {
     const NvmlGpu& g = snap.gpus[i];
     rows.push_back({static_cast<int>(i), g.name, g.memory_bytes, NormalizeBusId(g.pci_bus_id), g.compute_capability,
-                    snap.driver_version, g.pcie_gen, g.pcie_width});
+                    snap.driver_version, g.pcie_gen, g.pcie_width, g.power_limit_watts});
   }
   return rows;
 }

@@ -69,6 +69,7 @@ struct NvmlFunctions {
   std::function<int(char*, unsigned)> driver_version;                       // nvmlSystemGetDriverVersion
   std::function<int(NvmlDevice, unsigned*)> max_pcie_gen;                   // nvmlDeviceGetMaxPcieLinkGeneration
   std::function<int(NvmlDevice, unsigned*)> max_pcie_width;                 // nvmlDeviceGetMaxPcieLinkWidth
+  std::function<int(NvmlDevice, unsigned*)> power_limit;                    // nvmlDeviceGetEnforcedPowerLimit (mW)
 
   std::shared_ptr<void> library;  // keeps the dlopen handle alive; null for a fake
 };
@@ -88,6 +89,7 @@ struct NvmlGpu {
   int numa_node = -1;               // -1 if unknown
   std::string cpu_affinity;         // "0-55,112-167"; empty if unknown
   int pcie_gen = 0, pcie_width = 0;  // maximum link; 0 if unknown
+  double power_limit_watts = 0;     // enforced board power limit; 0 if unknown
   std::vector<std::string> nvlink_peers;  // remote PCI address of each active NVLink
 };
 

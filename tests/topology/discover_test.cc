@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 
+#include "planner/io/document.h"
+#include "planner/strings.h"
 #include "planner/units.h"
 #include "tests/topology/test_support.h"
+#include "topology/cluster_reader.h"
+#include "topology/cluster_writer.h"
 
 namespace shardplan {
 namespace {
@@ -243,10 +247,45 @@ TEST(DiscoverWithNvidiaSmi, FallsBackToTheFourColumnQueryOnOldDrivers) {
   EXPECT_EQ(ran, (std::vector<std::string>{
                      "nvidia-smi topo -m",
                      "nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id,compute_cap,pcie.link.gen.max,"
-                     "pcie.link.width.max,driver_version --format=csv,noheader,nounits",
+                     "pcie.link.width.max,driver_version,power.limit --format=csv,noheader,nounits",
                      "nvidia-smi --query-gpu=index,name,memory.total,pci.bus_id --format=csv,noheader,nounits"}));
   EXPECT_EQ(d->source, "nvidia-smi");
   EXPECT_DOUBLE_EQ(d->cluster.gpu.nvlink_bandwidth, 56.25e9);
+}
+
+// Cards capped below their TDP (torchtitan's H100s at 500 W of 700) are discovered as such,
+// through nvidia-smi's power.limit or NVML's enforced limit, and the written file keeps the
+// cap; cards at their TDP say nothing.
+TEST(DiscoverWithNvidiaSmi, PowerCappedCardsKeepTheirLimit) {
+  std::string query;
+  for (const std::string& line : Split(ReadData("dgx_h100_query.csv"), '\n'))
+    if (!line.empty()) query += line + ", 9.0, 5, 16, 550.90.07, 500.00\n";
+  CommandRunner fake = [&](const std::string& command) -> StatusOr<std::string> {
+    if (command == "nvidia-smi topo -m") return ReadData("dgx_h100_topo.txt");
+    return query;
+  };
+  StatusOr<Discovery> d = DiscoverWithNvidiaSmi(fake, {});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_DOUBLE_EQ(d->cluster.gpu.power_limit_watts, 500);
+  EXPECT_TRUE(HasNote(*d, "the GPUs run under a 500 W power limit of the 700 W TDP; the plan prices their tensor cores "
+                          "at the clock that allows"));
+  const std::string yaml = WriteClusterYaml(d->cluster);
+  EXPECT_NE(yaml.find("power_limit: 500 W"), std::string::npos) << yaml;
+  StatusOr<Document> doc = Document::Parse("written.yaml", yaml);
+  ASSERT_TRUE(doc.ok());
+  StatusOr<ClusterSpec> back = ParseCluster(*doc);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_DOUBLE_EQ(back->gpu.power_limit_watts, 500);
+
+  testing::FakeNvml nvml = testing::DgxH100();
+  for (testing::FakeGpu& g : nvml.gpus) g.power_limit_mw = 500000;
+  StatusOr<Discovery> n = DiscoverFromNvml(nvml.Table(), {});
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  EXPECT_DOUBLE_EQ(n->cluster.gpu.power_limit_watts, 500);
+  for (testing::FakeGpu& g : nvml.gpus) g.power_limit_mw = 700000;  // at the TDP: no cap
+  StatusOr<Discovery> full = DiscoverFromNvml(nvml.Table(), {});
+  ASSERT_TRUE(full.ok());
+  EXPECT_DOUBLE_EQ(full->cluster.gpu.power_limit_watts, 0);
 }
 
 TEST(DiscoverWithNvidiaSmi, ACommandThatFailsIsItsStatus) {

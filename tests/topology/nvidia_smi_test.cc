@@ -207,6 +207,23 @@ TEST(ParseGpuQuery, ExtraColumnsFromTheLiveQuery) {
   EXPECT_EQ((*gpus)[0].driver_version, "550.90.07");
 }
 
+// power.limit is the enforced cap (nvidia-smi -pl), in watts with or without the unit;
+// [N/A] on cards that do not report one leaves it unknown.
+TEST(ParseGpuQuery, PowerLimit) {
+  const std::vector<std::string> cols = {"index", "name", "memory.total", "pci.bus_id", "power.limit"};
+  StatusOr<std::vector<QueryGpu>> gpus = ParseGpuQuery(
+      "0, NVIDIA H100 80GB HBM3, 81559, 00000000:1B:00.0, 500.00\n"
+      "1, NVIDIA H100 80GB HBM3, 81559, 00000000:43:00.0, 700.00 W\n"
+      "2, NVIDIA H100 80GB HBM3, 81559, 00000000:52:00.0, [N/A]\n", "q", cols);
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  EXPECT_DOUBLE_EQ((*gpus)[0].power_limit_watts, 500);
+  EXPECT_DOUBLE_EQ((*gpus)[1].power_limit_watts, 700);
+  EXPECT_DOUBLE_EQ((*gpus)[2].power_limit_watts, 0);
+  StatusOr<std::vector<QueryGpu>> bad = ParseGpuQuery("0, A, 1, 00000000:1B:00.0, lots\n", "q", cols);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "q:1: power.limit: expected a power limit in watts, such as 500.00, got \"lots\"");
+}
+
 class ParseGpuQueryRejects : public ::testing::TestWithParam<Bad> {};
 
 TEST_P(ParseGpuQueryRejects, NamingTheLine) {

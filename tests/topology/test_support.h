@@ -34,6 +34,7 @@ struct FakeGpu {
   std::vector<int> cpus;                   // CPUs in the affinity mask
   std::vector<std::string> nvlink_remote;  // remote bus id of each active link
   unsigned pcie_gen = 0, pcie_width = 0;
+  unsigned power_limit_mw = 0;             // 0: nvmlDeviceGetEnforcedPowerLimit says NOT_SUPPORTED
 };
 
 class FakeNvml {
@@ -97,6 +98,11 @@ class FakeNvml {
     };
     f.max_pcie_gen = [this](NvmlDevice d, unsigned* v) { *v = At(d).pcie_gen; return kNvmlSuccess; };
     f.max_pcie_width = [this](NvmlDevice d, unsigned* v) { *v = At(d).pcie_width; return kNvmlSuccess; };
+    f.power_limit = [this](NvmlDevice d, unsigned* mw) {
+      if (At(d).power_limit_mw == 0) return kNvmlErrorNotSupported;
+      *mw = At(d).power_limit_mw;
+      return kNvmlSuccess;
+    };
     return f;
   }
 
