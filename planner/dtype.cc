@@ -28,11 +28,17 @@ std::string_view DtypeName(Dtype d) {
   return "?";
 }
 
-std::optional<Dtype> ParseDtype(std::string_view s) {
-  if (s == "fp32" || s == "float32" || s == "float") return Dtype::kFp32;
-  if (s == "bf16" || s == "bfloat16") return Dtype::kBf16;
-  if (s == "fp16" || s == "float16" || s == "half") return Dtype::kFp16;
-  if (s == "fp8" || s == "float8" || s == "float8_e4m3fn") return Dtype::kFp8;
+std::optional<Dtype> ParseDtype(std::string_view written) {
+  // As sources write them: any case, "-" or "_", and the mixed-precision and FP8 recipe
+  // labels of Lightning/NeMo (bf16-mixed) and Megatron-Bridge's tables (FP8-CS, MXFP8).
+  std::string s;
+  for (char c : written) s += c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (s == "fp32" || s == "float32" || s == "float" || s == "32" || s == "32-true") return Dtype::kFp32;
+  if (s == "bf16" || s == "bfloat16" || s == "bf16-mixed" || s == "bf16-true") return Dtype::kBf16;
+  if (s == "fp16" || s == "float16" || s == "half" || s == "16-mixed" || s == "fp16-mixed") return Dtype::kFp16;
+  if (s == "fp8" || s == "float8" || s == "float8-e4m3fn" || s == "fp8-cs" || s == "fp8-ds" || s == "fp8-mx" ||
+      s == "mxfp8" || s == "fp8-hybrid" || s == "fp8-blockwise" || s == "fp8-mixed")
+    return Dtype::kFp8;
   if (s == "int8") return Dtype::kInt8;
   if (s == "int4" || s == "gptq" || s == "awq") return Dtype::kInt4;
   if (s == "nf4") return Dtype::kNf4;

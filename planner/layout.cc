@@ -73,10 +73,11 @@ StatusOr<int> ParseCount(const std::string& key, const std::string& v, int min) 
   return out;
 }
 
-StatusOr<bool> ParseSwitch(const std::string& key, const std::string& v) {
+StatusOr<bool> ParseSwitch(const std::string& key, const std::string& written) {
+  const std::string v = Lower(written);
   if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
   if (v == "off" || v == "false" || v == "0" || v == "no") return false;
-  return Bad(key, "on or off", v);
+  return Bad(key, "on or off", written);
 }
 
 Status SetKey(Layout& l, const std::string& key, const std::string& v) {
@@ -97,6 +98,10 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         {"torchtitan", {Framework::kTorchtitan, Stack::kNative}}, {"torchtune", {Framework::kFsdp, Stack::kTorchtune}},
         {"hf", {Framework::kFsdp, Stack::kHf}},                 {"transformers", {Framework::kFsdp, Stack::kHf}},
         {"trl", {Framework::kFsdp, Stack::kHf}},                {"peft", {Framework::kFsdp, Stack::kHf}},
+        // Fine-tuning front ends that drive HF Trainer (their DeepSpeed or FSDP runs name
+        // that engine instead).
+        {"llamafactory", {Framework::kFsdp, Stack::kHf}},       {"llama-factory", {Framework::kFsdp, Stack::kHf}},
+        {"axolotl", {Framework::kFsdp, Stack::kHf}},
         {"unsloth", {Framework::kFsdp, Stack::kUnsloth}},
         // NeMo AutoModel: FSDP2 on a device mesh with PP, EP and CP, the composition torchtitan runs.
         {"automodel", {Framework::kTorchtitan, Stack::kAutomodel}}, {"nemo-automodel", {Framework::kTorchtitan, Stack::kAutomodel}}};
@@ -117,9 +122,10 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     else return Bad(key, "none, selective or full", v);
   } else if (key == "offload_optimizer" || key == "offload_params") {
     Offload o;
-    if (v == "none") o = Offload::kNone;
-    else if (v == "cpu") o = Offload::kCpu;
-    else if (v == "nvme") o = Offload::kNvme;
+    const std::string lower = Lower(v);
+    if (lower == "none") o = Offload::kNone;
+    else if (lower == "cpu") o = Offload::kCpu;
+    else if (lower == "nvme") o = Offload::kNvme;
     else return Bad(key, "none, cpu or nvme", v);
     (key == "offload_optimizer" ? l.offload_optimizer : l.offload_params) = o;
   } else if (key == "sp" || key == "reshard" || key == "tp_overlap") {

@@ -37,7 +37,22 @@ bool Parse(const std::array<std::pair<E, std::string_view>, N>& table, std::stri
 
 std::string_view TaskName(Task t) { return NameOf(kTasks, t); }
 std::string_view OptimizerName(Optimizer o) { return NameOf(kOptimizers, o); }
-bool ParseTask(std::string_view s, Task* out) { return Parse(kTasks, s, out); }
+bool ParseTask(std::string_view written, Task* out) {
+  // Any case, and the words sources use for the same runs.
+  std::string s;
+  for (char c : written) s += c == '_' || c == ' ' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  static const std::array<std::pair<std::string_view, Task>, 11> kSynonyms = {{
+      {"pretraining", Task::kPretrain}, {"pre-training", Task::kPretrain}, {"pre-train", Task::kPretrain},
+      {"sft", Task::kFinetune}, {"full", Task::kFinetune}, {"full-finetune", Task::kFinetune},
+      {"fine-tune", Task::kFinetune}, {"finetuning", Task::kFinetune}, {"fine-tuning", Task::kFinetune},
+      {"serving", Task::kInference}, {"serve", Task::kInference}}};
+  for (const auto& [name, task] : kSynonyms)
+    if (s == name) {
+      *out = task;
+      return true;
+    }
+  return Parse(kTasks, s, out);
+}
 
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged) {
   std::string n;

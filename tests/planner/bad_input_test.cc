@@ -9,6 +9,7 @@
 
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
+#include "planner/layout.h"
 #include "topology/cluster_reader.h"
 
 namespace shardplan {
@@ -298,6 +299,36 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
   EXPECT_NE(nics.find("nics_per_node: 0 means no network"), std::string::npos) << nics;
   EXPECT_TRUE(ReadCluster("gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
                           "inter_node: {fabric: none, bandwidth: 0 Gb/s, nics_per_node: 0}\n").ok());
+}
+
+// Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, SFT,
+// Pre-training); each reads as the dtype or task it names, and layout switches take any case.
+TEST(Documents, SpellingsSourcesUse) {
+  struct Case {
+    const char* yaml;
+    Task task;
+    Dtype precision;
+  };
+  for (const Case& c : {Case{"task: SFT\nprecision: BF16\n", Task::kFinetune, Dtype::kBf16},
+                        Case{"task: Pre-training\nprecision: bf16-mixed\n", Task::kPretrain, Dtype::kBf16},
+                        Case{"task: pretrain\nprecision: FP8-CS\n", Task::kPretrain, Dtype::kFp8},
+                        Case{"task: full_finetune\nprecision: MXFP8\n", Task::kFinetune, Dtype::kFp8},
+                        Case{"task: Inference\nprecision: FP16\n", Task::kInference, Dtype::kFp16}}) {
+    auto doc = Document::Parse("w.yaml", c.yaml);
+    ASSERT_TRUE(doc.ok());
+    auto w = ParseWorkload(*doc);
+    ASSERT_TRUE(w.ok()) << c.yaml << w.status().message();
+    EXPECT_EQ(w->task, c.task) << c.yaml;
+    if (c.task != Task::kInference) EXPECT_EQ(w->precision, c.precision) << c.yaml;
+  }
+  auto l = ParseLayout("offload_optimizer=CPU,sp=ON,ac=Full,tp=2");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->offload_optimizer, Offload::kCpu);
+  EXPECT_TRUE(l->sp);
+  EXPECT_EQ(l->ac, Recompute::kFull);
+  auto bad = Document::Parse("w.yaml", "precision: bf12\n");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(ParseWorkload(*bad).ok());
 }
 
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.

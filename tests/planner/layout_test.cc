@@ -121,6 +121,8 @@ TEST(Layout, StacksMapOntoTheirEngine) {
                         Case{"framework=unsloth", Framework::kFsdp, Stack::kUnsloth, 0},
                         Case{"framework=NeMo", Framework::kMegatron, Stack::kNemo, 1},
                         Case{"framework=automodel", Framework::kTorchtitan, Stack::kAutomodel, 3},
+                        Case{"framework=axolotl", Framework::kFsdp, Stack::kHf, 0},
+                        Case{"framework=LLaMA-Factory", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kNative, 1}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;
