@@ -121,7 +121,9 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
     std::vector<std::string> sxm;
     for (const std::string& k : keys)
       if (k.find("-sxm-") != std::string::npos) sxm.push_back(k);
-    if (one_size && sxm.size() == 1) {
+    // One SXM part among the matches ("H100": SXM, PCIe and the 94 GB NVL) is the training
+    // card the name usually means; the note says which was taken and how to name the others.
+    if (sxm.size() == 1) {
       if (note) *note = "gpu: '" + name + "' read as " + sxm[0] + " (the SXM part; name " + Join(keys, " or ") + " to choose)";
       return sxm[0];
     }

@@ -180,7 +180,10 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
   for (const Case& c : {Case{"H100", "h100-sxm-80gb"}, Case{"NVIDIA H100 80GB HBM3", "h100-sxm-80gb"},
                         Case{"NVIDIA H100 PCIe", "h100-pcie-80gb"}, Case{"A100-SXM4-80GB", "a100-sxm-80gb"},
                         Case{"a100 40gb", "a100-sxm-40gb"}, Case{"rtx4090", "rtx-4090-24gb"}, Case{"RTX A6000", "rtx-a6000-48gb"},
-                        Case{"Tesla V100-SXM2-32GB", "v100-sxm-32gb"}}) {
+                        Case{"Tesla V100-SXM2-32GB", "v100-sxm-32gb"}, Case{"H800", "h800-sxm-80gb"},
+                        Case{"A800 80GB", "a800-sxm-80gb"}, Case{"NVIDIA L4", "l4-24gb"}, Case{"T4", "t4-16gb"},
+                        Case{"A40", "a40-48gb"}, Case{"RTX 6000 Ada", "rtx-6000-ada-48gb"},
+                        Case{"A100 80GB PCIe", "a100-pcie-80gb"}, Case{"H100 NVL", "h100-nvl-94gb"}}) {
     auto doc = Document::Parse("c.yaml", std::string("gpus_per_node: 1\ngpu: ") + c.written + "\n");
     ASSERT_TRUE(doc.ok());
     auto cl = ParseCluster(*doc);
@@ -190,7 +193,7 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
     EXPECT_NE(cl->assumed[0].find(c.key), std::string::npos) << cl->assumed[0];
   }
   Status s = ClusterError("gpus_per_node: 1\ngpu: A100\n");
-  EXPECT_NE(s.message().find("cluster.yaml:2:6: gpu: GPU 'A100' matches a100-sxm-40gb and a100-sxm-80gb; name one (they differ in memory)"),
+  EXPECT_NE(s.message().find("cluster.yaml:2:6: gpu: GPU 'A100' matches a100-sxm-40gb and a100-sxm-80gb and a100-pcie-80gb; name one (they differ in memory)"),
             std::string::npos)
       << s.message();
 }
