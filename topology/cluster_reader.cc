@@ -17,7 +17,9 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
   SP_ASSIGN_OR_RETURN(std::optional<std::string> fabric, doc.String(node, "fabric"));
   SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(node, "bandwidth"));
   SP_ASSIGN_OR_RETURN(std::optional<double> lat, doc.Duration(node, "latency"));
-  SP_ASSIGN_OR_RETURN(std::optional<int64_t> nics, doc.Int(node, "nics_per_node", 0, 64));
+  // As many NICs as gpus_per_node allows GPUs: the default is one per GPU, so a 72-GPU
+  // NVL72 rack read as one node writes 72 back (fuzzing found 91 refused at 64).
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> nics, doc.Int(node, "nics_per_node", 0, 1024));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> domain, doc.Int(node, "domain", 1, 1 << 20));
   if (domain) link.domain = static_cast<int>(*domain);
   if (fabric && fabric->empty())  // `fabric: !tag` or `fabric: ""`: no name to plan with
