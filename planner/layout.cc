@@ -42,7 +42,14 @@ std::string CanonicalKey(const std::string& key) {
       {"micro_batch_size", "mbs"}, {"gradient_accumulation_steps", "grad_accum"}, {"recompute", "ac"},
       {"activation_checkpointing", "ac"}, {"gradient_checkpointing", "ac"}, {"recompute_granularity", "ac"},
       {"recompute_modules", "ac_modules"}, {"reshard_after_forward", "reshard"}, {"async_tp", "tp_overlap"},
-      {"tp_comm_overlap", "tp_overlap"}, {"enable_async_tensor_parallel", "tp_overlap"}};
+      {"tp_comm_overlap", "tp_overlap"}, {"enable_async_tensor_parallel", "tp_overlap"},
+      // The names DeepSpeed, torchtitan, AutoModel and Megatron configs give the same keys.
+      {"vpp_size", "vpp"}, {"virtual_pipeline", "vpp"}, {"virtual_pipeline_parallel", "vpp"},
+      {"expert_tensor_parallel", "etp"}, {"etp_size", "etp"}, {"zero_optimization_stage", "zero"},
+      {"offload_optimizer_device", "offload_optimizer"}, {"offload_param_device", "offload_params"},
+      {"offload_param", "offload_params"}, {"train_micro_batch_size_per_gpu", "mbs"},
+      {"micro_batch_size_per_gpu", "mbs"}, {"local_batch_size", "mbs"}, {"gradient_accumulation", "grad_accum"},
+      {"activation_checkpoint", "ac"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }

@@ -109,6 +109,23 @@ TEST(Layout, AcceptsWhatTheFrameworksAccept) {
 
 // The framework names users give their stack map onto the engine that shards, and a layout
 // prints back the name the user gave.
+// Config-file spellings of the same keys read as the layout key they name.
+TEST(Layout, ConfigFileKeyNames) {
+  auto l = ParseLayout("framework=deepspeed,zero_optimization_stage=3,offload_optimizer_device=cpu,"
+                       "offload_param_device=nvme,train_micro_batch_size_per_gpu=4,gradient_accumulation=8");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->zero, 3);
+  EXPECT_EQ(l->offload_optimizer, Offload::kCpu);
+  EXPECT_EQ(l->offload_params, Offload::kNvme);
+  EXPECT_EQ(l->mbs, 4);
+  EXPECT_EQ(l->grad_accum, 8);
+  auto m = ParseLayout("framework=megatron,tp=2,pp=4,vpp_size=3,ep=8,etp_size=1,local_batch_size=2");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vpp, 3);
+  EXPECT_EQ(m->etp, 1);
+  EXPECT_EQ(m->mbs, 2);
+}
+
 TEST(Layout, StacksMapOntoTheirEngine) {
   struct Case {
     const char* text;
