@@ -8,7 +8,9 @@
 #include "planner/io/workload_reader.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
+#include "topology/gpu_catalog.h"
 #include "topology/gpu_prices.h"
+#include "topology/standard_node.h"
 
 namespace shardplan {
 namespace {
@@ -84,6 +86,20 @@ TEST(CapacityPrices, PriceWithoutUnitIsLocated) {
   EXPECT_NE(s.message().find("mine.yaml:3:"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("2.9/h"), std::string::npos) << s.message();
   EXPECT_FALSE(ParsePrices("mine.yaml", "default_gpus: [h900]\nprices: {}\n").ok());
+}
+
+// The standard node capacity assumes keeps a GB200's 72-GPU NVLink domain across its 8-GPU
+// nodes, and says so; an H100 node's NVLink ends at the node.
+TEST(CapacityNode, Gb200KeepsItsNvlinkDomain) {
+  auto gb200 = CatalogGpu("gb200-186gb");
+  ASSERT_TRUE(gb200.ok());
+  const ClusterSpec rack = StandardNode(*gb200);
+  EXPECT_EQ(rack.nvlink_domain_size(), 72);
+  ASSERT_FALSE(rack.assumed.empty());
+  EXPECT_NE(rack.assumed[0].find("72-GPU NVLink domain"), std::string::npos) << rack.assumed[0];
+  auto h100 = CatalogGpu("h100-sxm-80gb");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(StandardNode(*h100).nvlink_domain_size(), 8);
 }
 
 TEST(Capacity, GlobalBatchHeldUnlessAllowedToGrow) {
