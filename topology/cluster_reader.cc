@@ -111,7 +111,8 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   // switch fabric) ships that way: its collectives inside the domain never touch a NIC.
   YAML::Node intra = root["intra_node"];
   const bool domain_stated = intra.IsDefined() && intra.IsMap() && intra["domain"].IsDefined();
-  if (!domain_stated && c.gpu.nvlink_domain > c.gpus_per_node && c.nodes > 1 && c.intra_node.fabric == "nvlink") {
+  if (!domain_stated && c.gpu.nvlink_domain > c.gpus_per_node && c.gpu.nvlink_domain % c.gpus_per_node == 0 &&
+      c.nodes > 1 && c.intra_node.fabric == "nvlink") {
     c.intra_node.domain = c.gpu.nvlink_domain;
     c.assumed.push_back("intra_node.domain: " + std::to_string(c.gpu.nvlink_domain) + " (" + c.gpu.name +
                         " systems join " + std::to_string(c.gpu.nvlink_domain) +

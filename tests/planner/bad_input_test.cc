@@ -285,6 +285,9 @@ TEST(ClusterReads, Gb200NvlinkDomain) {
   auto h100 = ReadCluster("nodes: 4\ngpus_per_node: 8\ngpu: H100\n");
   ASSERT_TRUE(h100.ok());
   EXPECT_EQ(h100->nvlink_domain_size(), 8);
+  auto five = ReadCluster("nodes: 4\ngpus_per_node: 5\ngpu: GB200\n");  // 72 is no whole number of these nodes
+  ASSERT_TRUE(five.ok()) << five.status().message();
+  EXPECT_EQ(five->nvlink_domain_size(), 5);
   const std::string odd = ClusterError("nodes: 4\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 70}\n").message();
   EXPECT_NE(odd.find("cluster.yaml:4:"), std::string::npos) << odd;
   EXPECT_NE(odd.find("not a whole number of nodes of 4"), std::string::npos) << odd;
