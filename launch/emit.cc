@@ -43,7 +43,7 @@ StatusOr<Emitted> AccelerateFiles(const Plan& plan, const JobShape& s, const Emi
   return out;
 }
 
-StatusOr<Emitted> FormatFiles(const Plan& plan, const JobShape& s, Format f, const EmitOptions& opt) {
+StatusOr<Emitted> FormatFilesOf(const Plan& plan, const JobShape& s, Format f, const EmitOptions& opt) {
   switch (f) {
     case Format::kDeepSpeed: return DeepSpeedFiles(plan, s, opt);
     case Format::kAccelerate: return AccelerateFiles(plan, s, opt);
@@ -52,6 +52,16 @@ StatusOr<Emitted> FormatFiles(const Plan& plan, const JobShape& s, Format f, con
     case Format::kAll: break;
   }
   return Status::Internal("emit: kAll is not one format");
+}
+
+StatusOr<Emitted> FormatFiles(const Plan& plan, const JobShape& s, Format f, const EmitOptions& opt) {
+  SP_ASSIGN_OR_RETURN(Emitted out, FormatFilesOf(plan, s, f, opt));
+  // Megatron-LM and DeepSpeed's pipeline engine run 1F1B (interleaved in Megatron) only.
+  if (plan.layout.pp > 1 && plan.layout.pp_schedule != PpSchedule::k1f1b &&
+      (f == Format::kMegatron || f == Format::kDeepSpeed))
+    out.Note(fmt::format("{}: no zero-bubble schedule; this config runs 1F1B, slower than the plan's {} bubble",
+                         FormatName(f), plan.layout.pp_schedule == PpSchedule::kZbv ? "ZB-V" : "ZB-H1"));
+  return out;
 }
 
 // Adds files not already present (DeepSpeed JSON comes with both deepspeed and accelerate).

@@ -39,7 +39,16 @@ DpDegrees DpOf(const Layout& l) {
   return {l.dp / shard, shard};
 }
 
-std::string_view Schedule(const Layout& l) { return l.vpp > 1 ? "Interleaved1F1B" : "1F1B"; }
+// torchtitan's schedule names (torch.distributed.pipelining): the zero-bubble ones run
+// several stages per rank.
+std::string_view Schedule(const Layout& l) {
+  switch (l.pp_schedule) {
+    case PpSchedule::kZeroBubble: return "InterleavedZeroBubble";
+    case PpSchedule::kZbv: return "ZBVZeroBubble";
+    case PpSchedule::k1f1b: break;
+  }
+  return l.vpp > 1 ? "Interleaved1F1B" : "1F1B";
+}
 
 std::string_view AcMode(Recompute r) {
   switch (r) {
@@ -135,6 +144,8 @@ StatusOr<Emitted> TorchtitanConfig(const Plan& plan, const JobShape& s) {
   if (plan.model.model_type != "llama" && plan.model.model_type != "qwen3" &&
       plan.model.model_type != "deepseek_v3")
     out.Note("torchtitan: model '" + plan.model.model_type + "' may have no torchtitan preset");
+  if (l.pp > 1 && l.pp_schedule == PpSchedule::kZeroBubble && l.vpp < 2)
+    out.Note("torchtitan: InterleavedZeroBubble runs two or more stages per rank; plan with vpp=2 for a config it accepts");
   out.Add("torchtitan.toml", t);
   return out;
 }

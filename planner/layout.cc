@@ -23,7 +23,8 @@ constexpr KeyInfo kKeys[] = {
     {"shard_group", kKeyShardGroup}, {"ac", kKeyAc}, {"ac_layers", kKeyAcLayers},
     {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
     {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
-    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}, {"tp_overlap", kKeyTpOverlap}};
+    {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}, {"tp_overlap", kKeyTpOverlap},
+    {"pp_schedule", kKeyPpSchedule}};
 
 constexpr std::pair<const char*, AcModule> kAcModules[] = {
     {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
@@ -49,7 +50,7 @@ std::string CanonicalKey(const std::string& key) {
       {"offload_optimizer_device", "offload_optimizer"}, {"offload_param_device", "offload_params"},
       {"offload_param", "offload_params"}, {"train_micro_batch_size_per_gpu", "mbs"},
       {"micro_batch_size_per_gpu", "mbs"}, {"local_batch_size", "mbs"}, {"gradient_accumulation", "grad_accum"},
-      {"activation_checkpoint", "ac"}};
+      {"activation_checkpoint", "ac"}, {"pipeline_parallel_schedule", "pp_schedule"}, {"schedule", "pp_schedule"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }
@@ -135,6 +136,16 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     else if (lower == "nvme") o = Offload::kNvme;
     else return Bad(key, "none, cpu or nvme", v);
     (key == "offload_optimizer" ? l.offload_optimizer : l.offload_params) = o;
+  } else if (key == "pp_schedule") {
+    // The schedule names torchtitan's pipeline_parallel_schedule and AutoModel's pp_schedule
+    // take, case and punctuation aside.
+    std::string n;
+    for (char c : Lower(v))
+      if (c != '-' && c != '_') n += c;
+    if (n == "1f1b" || n == "interleaved1f1b" || n == "gpipe1f1b") l.pp_schedule = PpSchedule::k1f1b;
+    else if (n == "zb" || n == "zbh1" || n == "zerobubble" || n == "interleavedzerobubble") l.pp_schedule = PpSchedule::kZeroBubble;
+    else if (n == "zbv" || n == "zbvzerobubble" || n == "vzb") l.pp_schedule = PpSchedule::kZbv;
+    else return Bad(key, "1f1b, zb (ZB-H1, InterleavedZeroBubble) or zbv (ZBVZeroBubble)", v);
   } else if (key == "sp" || key == "reshard" || key == "tp_overlap") {
     SP_ASSIGN_OR_RETURN(bool b, ParseSwitch(key, v));
     (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : l.tp_overlap) = b;
@@ -249,6 +260,9 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
     if (static_cast<int>(l.stages.size()) != l.pp || sum != m.layers)
       return Rule("stages must list pp (" + Num(l.pp) + ") counts adding up to the layers (" + Num(m.layers) + ")");
   }
+  if (l.pp_schedule != PpSchedule::k1f1b && l.pp < 2) return Rule("pp_schedule=zb or zbv needs pp > 1");
+  if (l.pp_schedule == PpSchedule::kZbv && l.vpp != 2)
+    return Rule("pp_schedule=zbv runs two chunks per rank in a V: vpp must be 2, not " + Num(l.vpp));
   if (l.vpp > 1) {
     if (l.pp < 2) return Rule("vpp > 1 (interleaved pipeline) needs pp > 1");
     // Megatron splits uneven layer counts across virtual stages too
@@ -402,6 +416,7 @@ std::string FormatLayout(const Layout& l) {
        ",batch=" + Num(l.batch);
   if (l.ac_modules != kAcCoreAttn) s += ",ac_modules=" + AcModulesName(l.ac_modules);
   if (l.tp_overlap) s += ",tp_overlap=on";
+  if (l.pp_schedule != PpSchedule::k1f1b) s += std::string(",pp_schedule=") + (l.pp_schedule == PpSchedule::kZbv ? "zbv" : "zb");
   if (!l.stages.empty()) {
     std::vector<std::string> parts;
     for (int n : l.stages) parts.push_back(Num(n));
@@ -423,6 +438,8 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
 }
 
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
+  // ZB-V is two chunks per rank by construction.
+  if (l.pp_schedule == PpSchedule::kZbv && !(l.fixed & kKeyVpp)) l.vpp = 2;
   // No framework named, but degrees FSDP alone cannot run (pipeline, expert or context
   // parallelism): torchtitan, the FSDP stack that adds them, as Llama 3's own training did.
   if (!(l.fixed & kKeyFramework) && l.framework == Framework::kFsdp && w.training() && (l.pp > 1 || l.ep > 1 || l.cp > 1))

@@ -26,6 +26,13 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
+// Pipeline schedule. k1f1b is 1F1B, interleaved when vpp > 1. The zero-bubble schedules
+// (Qi et al. 2023, "Zero Bubble Pipeline Parallelism") split backward into the input
+// gradient (B) and the weight gradient (W) and fill the bubble with W: kZeroBubble is
+// ZB-H1 (1F1B's activation memory, bubble (p-1)(F+B-W) for 1F1B's (p-1)(F+B+W);
+// torchtitan InterleavedZeroBubble), kZbv the V-shaped schedule of two chunks per rank
+// (1F1B's memory, bubble (p-1)(F+B-2W); torchtitan ZBVZeroBubble).
+enum class PpSchedule { k1f1b, kZeroBubble, kZbv };
 
 // Bits of Layout::fixed: which keys the user set (the search holds these).
 enum LayoutKey : uint32_t {
@@ -35,7 +42,7 @@ enum LayoutKey : uint32_t {
   kKeyOffloadOptimizer = 1u << 11, kKeyOffloadParams = 1u << 12, kKeyMbs = 1u << 13,
   kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
   kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
-  kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22, kKeyTpOverlap = 1u << 23,
+  kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22, kKeyTpOverlap = 1u << 23, kKeyPpSchedule = 1u << 24,
 };
 
 // Megatron's --recompute-modules under selective recomputation (transformer_config.py):
@@ -72,6 +79,7 @@ struct Layout {
   int grad_accum = 1;               // micro-batches per optimizer step per DP rank
   bool reshard_after_forward = true;  // FSDP2: free gathered params after forward
   bool tp_overlap = false;            // TP collectives under the GEMMs (TE userbuffers, torchtitan async TP)
+  PpSchedule pp_schedule = PpSchedule::k1f1b;
   std::vector<int> stages;          // layers per pipeline stage; empty = balanced split
   Dtype weights = Dtype::kBf16;     // inference weight format
   Dtype kv_cache = Dtype::kBf16;    // inference KV cache format

@@ -183,7 +183,10 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
   if (ctx.w.training()) {
     const int m_count = std::max(1, l.grad_accum);
     s.micro_batches_in_flight = l.pp > 1 ? std::min(l.pp - stage, m_count) : 1;
-    if (l.vpp > 1) s.inflight_scale = 1.0 + static_cast<double>(l.pp - 1) / (l.pp * l.vpp);
+    // Interleaving holds a fraction more on the first stage; ZB-V's two chunks keep 1F1B's
+    // peak (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", V-ZB).
+    if (l.vpp > 1 && l.pp_schedule != PpSchedule::kZbv)
+      s.inflight_scale = 1.0 + static_cast<double>(l.pp - 1) / (l.pp * l.vpp);
   }
   return s;
 }

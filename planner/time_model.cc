@@ -85,6 +85,7 @@ enum class Rc { kNone, kSelective, kFull };
 // communication (exposed, and raw before overlap).
 struct LayerCost {
   double compute = 0, recompute = 0;
+  double wgrad = 0;  // the weight-gradient GEMMs inside `compute` (a zero-bubble schedule's W)
   double tp = 0, tp_raw = 0, cp = 0, cp_raw = 0, ep = 0, ep_raw = 0;
   double total() const { return compute + recompute + tp + cp + ep; }
 };
@@ -133,6 +134,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const double fwd = f.gemm + f.attn + f.elem + dequant;
   LayerCost c;
   c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + dequant;
+  c.wgrad = x.lora ? 0 : f.gemm;  // dW costs what the forward GEMMs cost
   if (rc == Rc::kFull) c.recompute = fwd;
   if (rc == Rc::kSelective) {
     c.recompute = x.op_sac ? f.sac_gemm + f.elem : f.attn;
@@ -155,6 +157,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
 void Add(LayerCost* sum, const LayerCost& c, double n) {
   sum->compute += n * c.compute;
   sum->recompute += n * c.recompute;
+  sum->wgrad += n * c.wgrad;
   sum->tp += n * c.tp;
   sum->tp_raw += n * c.tp_raw;
   sum->cp += n * c.cp;
@@ -441,8 +444,17 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   // Interleaving divides the fill and drain by v, but a round of v chunks needs p micro-batches
   // in flight: with m < p each round waits (p - m) chunks for its first micro-batch to come
   // around (PyTorch ScheduleInterleaved1F1B: microbatches_per_round = m when m < pp).
-  const double bubble = (sum_stage - slowest.fwd_bwd) / x.vpp +
-                        (1 - 1.0 / x.vpp) * std::max(0.0, sum_stage - micro * slowest.fwd_bwd);
+  double bubble = (sum_stage - slowest.fwd_bwd) / x.vpp +
+                 (1 - 1.0 / x.vpp) * std::max(0.0, sum_stage - micro * slowest.fwd_bwd);
+  if (l.pp_schedule != PpSchedule::k1f1b && x.pp > 1) {
+    // Zero-bubble schedules fill the fill-and-drain with deferred weight gradients: 1F1B's
+    // bubble (p-1)(F+B+W) becomes (p-1)(F+B-W) under ZB-H1 and (p-1)(F+B-2W) under ZB-V
+    // (Qi et al. 2023, Table 1; 2024, V-ZB), F, B and W being one chunk's times (a stage's,
+    // or half of it for ZB-V's two chunks, as the interleaved bubble above already counts).
+    const double t = slowest.fwd_bwd, wg = std::min(slowest.layers.wgrad, t / 3);
+    const double left = l.pp_schedule == PpSchedule::kZeroBubble ? t - 2 * wg : t - 3 * wg;
+    bubble = t > 0 ? bubble * std::max(0.0, left) / t : 0;
+  }
 
   double p2p = 0, p2p_raw = 0;
   if (x.pp > 1) {

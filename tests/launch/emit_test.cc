@@ -43,6 +43,19 @@ TEST(EmitTest, AllSkipsWhatAFrameworkCannotExpressAndSaysWhy) {
   EXPECT_THAT(Find(e, "README.md")->text, HasSubstr("no accelerate config: accelerate: no pipeline"));
 }
 
+// A zero-bubble plan is written as torchtitan's schedule; the formats whose engines run
+// only 1F1B still write a config, and say it will be slower than planned.
+TEST(EmitTest, ZeroBubbleScheduleIsTorchtitansAndTheOthersSaySo) {
+  Plan p = TpPpZero1MultiNode();
+  p.layout.pp_schedule = PpSchedule::kZbv;
+  p.layout.vpp = 2;
+  const Emitted e = MustEmit(p, Format::kAll, Launcher::kTorchrun);
+  ASSERT_NE(Find(e, "torchtitan.toml"), nullptr);
+  EXPECT_THAT(Find(e, "torchtitan.toml")->text, HasSubstr("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"));
+  ASSERT_NE(Find(e, "README.md"), nullptr);
+  EXPECT_THAT(Find(e, "README.md")->text, HasSubstr("megatron: no zero-bubble schedule; this config runs 1F1B"));
+}
+
 TEST(EmitTest, RequestedFormatThatCannotExpressThePlanIsAnError) {
   EmitOptions o;
   o.format = Format::kAccelerate;

@@ -107,6 +107,33 @@ TEST(Layout, AcceptsWhatTheFrameworksAccept) {
   }
 }
 
+// Pipeline schedules by torchtitan's and AutoModel's names; ZB-V is two chunks per rank, so
+// it sets vpp=2 when left out and refuses any other; a schedule needs a pipeline.
+TEST(Layout, PipelineSchedules) {
+  auto zb = ParseLayout("pp=4,pipeline_parallel_schedule=InterleavedZeroBubble,vpp=2");
+  ASSERT_TRUE(zb.ok()) << zb.status().message();
+  EXPECT_EQ(zb->pp_schedule, PpSchedule::kZeroBubble);
+  EXPECT_NE(FormatLayout(*zb).find(",pp_schedule=zb"), std::string::npos) << FormatLayout(*zb);
+  EXPECT_EQ(ParseLayout(FormatLayout(*zb))->pp_schedule, PpSchedule::kZeroBubble);
+  EXPECT_EQ(ParseLayout("pp_schedule=ZBVZeroBubble")->pp_schedule, PpSchedule::kZbv);
+  EXPECT_EQ(ParseLayout("pp_schedule=Interleaved1F1B")->pp_schedule, PpSchedule::k1f1b);
+  EXPECT_EQ(FormatLayout(*ParseLayout("pp=2")).find("pp_schedule"), std::string::npos);
+  EXPECT_NE(ParseLayout("pp_schedule=dualpipe").status().message().find("1f1b, zb"), std::string::npos);
+
+  auto m = LoadModel("llama-3.1-8b");
+  ASSERT_TRUE(m.ok());
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  Workload w;
+  w.seq_len = 4096;
+  w.global_batch = 64;
+  auto v = ResolveLayout(*m, w, *c, *ParseLayout("framework=torchtitan,pp=4,pp_schedule=zbv"));
+  ASSERT_TRUE(v.ok()) << v.status().message();
+  EXPECT_EQ(v->vpp, 2);
+  EXPECT_FALSE(ResolveLayout(*m, w, *c, *ParseLayout("framework=torchtitan,pp=4,vpp=4,pp_schedule=zbv")).ok());
+  EXPECT_FALSE(ResolveLayout(*m, w, *c, *ParseLayout("framework=torchtitan,pp_schedule=zb")).ok());
+}
+
 // The framework names users give their stack map onto the engine that shards, and a layout
 // prints back the name the user gave.
 // Config-file spellings of the same keys read as the layout key they name.

@@ -244,6 +244,32 @@ TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
   EXPECT_TRUE(said);
 }
 
+// ZB-V runs two chunks per rank but holds 1F1B's activations at the first stage (V-ZB,
+// Qi et al. 2024), where interleaved 1F1B on two chunks holds (1 + (p-1)/(2p)) times them.
+TEST(Recipe, ZbvHoldsOneF1BsActivations) {
+  auto m = LoadModel("llama-3.1-8b");
+  ASSERT_TRUE(m.ok());
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 32\n");
+  auto first_stage = [&](const std::string& layout) {
+    auto parsed = ParseLayout(layout);
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    auto l = ResolveLayout(*m, w, *c, *parsed);
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    const MemoryEstimate e = EstimateMemory(*m, w, *l, *c);
+    for (const MemoryTerm& t : e.stages[0].terms)
+      if (t.name == "activations") return static_cast<double>(t.bytes);
+    return 0.0;
+  };
+  const std::string base = "framework=torchtitan,pp=4,dp=2,zero=3,mbs=1,ac=none";
+  const double one = first_stage(base), v = first_stage(base + ",pp_schedule=zbv"),
+               inter = first_stage(base + ",vpp=2");
+  ASSERT_GT(one, 0);
+  EXPECT_NEAR(v, one, one * 1e-9);
+  EXPECT_NEAR(inter, one * (1 + 3.0 / 8), one * 0.02);
+}
+
 // Activation offloading keeps about two layers' saved tensors on the GPU; the rest is in
 // pinned host memory, and the host figure carries it.
 TEST(Recipe, ActivationOffloadMovesSavedTensorsToHost) {

@@ -377,6 +377,42 @@ TEST(EstimateTime, Fp32TrainingRunsAtTheFp32Peak) {
   EXPECT_GT(fp32.step_seconds, 8 * bf16.step_seconds);
 }
 
+// Zero-bubble schedules change only the bubble: ZB-H1 keeps (F+B-W)/(F+B+W) of 1F1B's, at
+// least a third (W is at most a third of a stage's work); ZB-V on two chunks keeps less than
+// interleaved 1F1B on two chunks, and never a negative bubble.
+TEST(Pipeline, ZeroBubbleSchedulesShrinkOnlyTheBubble) {
+  Layout l;
+  l.framework = Framework::kTorchtitan;
+  l.dp = 2;
+  l.tp = 4;
+  l.pp = 4;
+  l.sp = true;
+  l.zero = 3;
+  l.grad_accum = 8;
+  auto bubble = [&](const Layout& lay) {
+    const TimeEstimate t = EstimateTime(Llama3_70B(), Pretrain(4096, 16), lay, DgxH100(4));
+    for (const TimeTerm& term : t.terms)
+      if (term.name == "pp_bubble") return std::make_pair(term.seconds, t.step_seconds - term.seconds);
+    return std::make_pair(-1.0, -1.0);
+  };
+  const auto one = bubble(l);
+  Layout zb = l;
+  zb.pp_schedule = PpSchedule::kZeroBubble;
+  const auto h1 = bubble(zb);
+  ASSERT_GT(one.first, 0);
+  EXPECT_LT(h1.first, one.first);
+  EXPECT_GE(h1.first, one.first / 3 - 1e-9);
+  EXPECT_NEAR(h1.second, one.second, 1e-9);  // everything but the bubble is unchanged
+  Layout inter = l;
+  inter.vpp = 2;
+  Layout v = inter;
+  v.pp_schedule = PpSchedule::kZbv;
+  const auto two = bubble(inter), zbv = bubble(v);
+  EXPECT_LT(zbv.first, two.first);
+  EXPECT_GE(zbv.first, 0);
+  EXPECT_NEAR(zbv.second, two.second, 1e-9);
+}
+
 TEST(EstimateTime, WithoutTermsGivesTheSameStep) {
   TimeOptions opt;
   opt.with_terms = false;
