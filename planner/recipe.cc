@@ -112,6 +112,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("ac: full (Unsloth's recommended use_gradient_checkpointing=\"unsloth\")");
   if (l.stack == Stack::kTorchtune && !(l.fixed & kKeyAc))
     assume("ac: full (torchtune's configs set enable_activation_checkpointing: True)");
+  if (l.stack == Stack::kAutomodel && !(l.fixed & kKeyAc))
+    assume("ac: none (AutoModel's distributed.activation_checkpointing defaults to false)");
   return r;
 }
 
