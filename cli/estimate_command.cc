@@ -35,6 +35,17 @@ int Run(const EstimateFlags& f) {
         LeastRecomputationThatFits(p.model, p.workload, p.layout, p.cluster, p.memory_options, &note);
     if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
+    // torchtitan's compiled loss (2025-04 on) holds far less than the eager loss priced by
+    // default: when that is the difference between OOM and a fit, say so.
+    if (!p.memory.fits && p.layout.framework == Framework::kTorchtitan && p.layout.stack == Stack::kNative &&
+        p.workload.compile == Setting::kOn && p.workload.loss == LossKind::kAuto) {
+      Workload compiled = p.workload;
+      compiled.loss = LossKind::kCompiled;
+      const MemoryEstimate e = EstimateMemory(p.model, compiled, p.layout, p.cluster, p.memory_options);
+      if (e.fits)
+        p.assumed.push_back("with loss: compiled this fits (device peak " + FormatBytes(e.fullest().device_peak) +
+                            "): torchtitan 2025-04 and later compile the loss; say loss: compiled if yours does");
+    }
     const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;
     if (offloads && p.cluster.host_memory_bytes <= 0)
       p.assumed.push_back("host memory not stated in the cluster: the " + FormatBytes(p.memory.per_node_host_bytes) +

@@ -65,6 +65,11 @@ check estimate-fits 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100
 json estimate-json 'all(k in j["memory"]["per_gpu"] for k in ["peak_bytes","reserved_peak_bytes","allocated_peak_bytes","capacity_bytes","headroom_bytes","fits","terms"]) and j["memory"]["per_gpu"]["fits"] and j["time"]["tokens_per_second_per_gpu"] > 0'
 check estimate-oom 1 -- "$bin" estimate --model llama-3.1-70b --cluster dgx-h100 --gpus-per-node 1 --layout framework=fsdp
 expect estimate-oom-text "$tmp/out" "DOES NOT FIT"
+# torchtitan with compile: the eager loss is priced, and where the compiled loss (torchtitan
+# 2025-04 on) is the difference between OOM and a fit, the output says so.
+printf 'task: pretrain\nseq_len: 8192\nglobal_batch: 96\ncompile: true\n' > "$tmp/titan.yaml"
+check estimate-compiled-loss 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 4 --workload "$tmp/titan.yaml" --layout framework=torchtitan,dp=32,zero=3,mbs=3,ac=selective
+expect estimate-compiled-loss-note "$tmp/out" "with loss: compiled this fits"
 check estimate-inference 0 -- "$bin" estimate --model llama-2-70b --cluster rtxa6000-workstation --gpus-per-node 1 --workload inference --layout weights=int4,batch=1 --json
 json inference-json 'j["inference"]["max_concurrent_sequences"] >= 1 and j["inference"]["kv_bytes_per_token"] == 327680'
 
