@@ -7,6 +7,7 @@
 #include "cli/inputs.h"
 #include "cli/report.h"
 #include "planner/io/plan_file.h"
+#include "planner/recipe.h"
 #include "planner/search.h"
 #include "planner/units.h"
 
@@ -35,10 +36,9 @@ int Run(const EstimateFlags& f) {
         LeastRecomputationThatFits(p.model, p.workload, p.layout, p.cluster, p.memory_options, &note);
     if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
-    // torchtitan's compiled loss (2025-04 on) holds far less than the eager loss priced by
-    // default: when that is the difference between OOM and a fit, say so.
-    if (!p.memory.fits && p.layout.framework == Framework::kTorchtitan && p.layout.stack == Stack::kNative &&
-        p.workload.compile == Setting::kOn && p.workload.loss == LossKind::kAuto) {
+    // torchtitan's compiled loss (2025-04 on) holds far less than the eager one the recipe
+    // prices: when that is the difference between OOM and a fit, say so.
+    if (!p.memory.fits && LossCompiledByRelease(p.workload, p.layout)) {
       Workload compiled = p.workload;
       compiled.loss = LossKind::kCompiled;
       const MemoryEstimate e = EstimateMemory(p.model, compiled, p.layout, p.cluster, p.memory_options);

@@ -177,6 +177,56 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   return static_cast<int64_t>(std::max(total, input));
 }
 
+namespace {
+
+// Bytes per logit (and per token) that the loss holds in forward and at the start of its
+// backward, for every loss whose logits exist whole (all but the fused one).
+struct LogitBytes {
+  double forward, per_token, backward;
+  const char* forward_note;
+  const char* backward_note;
+};
+
+LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
+  switch (ctx.r.loss) {
+    case LossKind::kChunked: {
+      // torchtune CEWithChunkedOutputLoss: the head runs per chunk and all bf16 chunks exist
+      // at once (2 B); each chunk is upcast alone, and cross-entropy saves its fp32
+      // log-softmax (4 B) -- or, compiled, the bf16 input it recomputes that from (2 B).
+      const double saved = ctx.r.compile ? 2 : 4;
+      return {2 + saved + 4.0 / kLossChunks, 0, saved + 10.0 / kLossChunks,
+              "chunked loss: bf16 logits + saved log-softmax + one chunk's fp32 upcast",
+              "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"};
+    }
+    case LossKind::kCompiled:
+      // torch.compile of cross_entropy(logits.float()) (torchtitan components/loss.py): one
+      // fused kernel reads the bf16 logits and keeps a per-token logsumexp; backward writes
+      // the bf16 grad straight from the saved logits, so no fp32 copy is ever whole.
+      return {2, 4, 4, "bf16 logits + per-token logsumexp; the compiled loss fuses the upcast",
+              "saved bf16 logits + their bf16 grad from the fused backward"};
+    case LossKind::kNoUpcast:
+      // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
+      // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its
+      // backward holds the saved output, nll_loss's bf16 grad and its own bf16 output.
+      return {4, 0, 6, "bf16 logits + saved bf16 log-softmax, no fp32 upcast",
+              "saved bf16 log-softmax + bf16 grads of the loss at the start of backward"};
+    case LossKind::kAuto:
+    case LossKind::kStandard:
+    case LossKind::kFused:  // holds no whole logits; AddActivations prices it apart
+      break;
+  }
+  // Forward: bf16 logits + fp32 upcast + fp32 softmax (10 B); Megatron's fused
+  // vocab-parallel cross-entropy keeps bf16 + fp32 (6 B). Backward: the saved fp32
+  // log-softmax, nll_loss's fp32 grad and log_softmax_backward's fp32 output live together
+  // (12 B); Megatron's computes its grad in place (about 6 B).
+  const bool megatron = ctx.l.framework == Framework::kMegatron;
+  return {megatron ? 6.0 : 10.0, 0, megatron ? 6.0 : 12.0,
+          "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)",
+          "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
+}
+
+}  // namespace
+
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
   const ModelSpec& m = ctx.m;
@@ -231,47 +281,11 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                    "fused linear cross-entropy: one chunk of logits + the fp32 grad of the hidden states"});
     return;
   }
-  if (ctx.r.loss == LossKind::kChunked) {
-    // torchtune CEWithChunkedOutputLoss: the head runs per chunk and all bf16 chunks exist
-    // at once (2 B); each chunk is upcast alone, and cross-entropy saves its fp32
-    // log-softmax (4 B) -- or, compiled, the bf16 input it recomputes that from (2 B).
-    const double saved = ctx.r.compile ? 2 : 4;
-    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * (2 + saved + 4.0 / kLossChunks)), 3,
-                   Phase::kLoss, Phase::kLoss, Pool::kTorch,
-                   "chunked loss: bf16 logits + saved log-softmax + one chunk's fp32 upcast"});
-    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * (saved + 10.0 / kLossChunks)), 3, Phase::kBackward,
-                   Phase::kBackward, Pool::kTorch, "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"});
-    return;
-  }
-  if (ctx.r.loss == LossKind::kCompiled) {
-    // torch.compile of cross_entropy(logits.float()) (torchtitan components/loss.py): one
-    // fused kernel reads the bf16 logits and keeps a per-token logsumexp; backward writes
-    // the bf16 grad straight from the saved logits, so no fp32 copy is ever whole.
-    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * 2 + tokens * 4), 3, Phase::kLoss, Phase::kLoss,
-                   Pool::kTorch, "bf16 logits + per-token logsumexp; the compiled loss fuses the upcast"});
-    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 4), 3, Phase::kBackward, Phase::kBackward,
-                   Pool::kTorch, "saved bf16 logits + their bf16 grad from the fused backward"});
-    return;
-  }
-  if (ctx.r.loss == LossKind::kNoUpcast) {
-    // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
-    // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its
-    // backward holds the saved output, nll_loss's bf16 grad and its own bf16 output.
-    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * 4), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
-                   "bf16 logits + saved bf16 log-softmax, no fp32 upcast"});
-    out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * 6), 3, Phase::kBackward, Phase::kBackward,
-                   Pool::kTorch, "saved bf16 log-softmax + bf16 grads of the loss at the start of backward"});
-    return;
-  }
-  const double loss_bytes = l.framework == Framework::kMegatron ? 6 : 10;  // Megatron: bf16 + fp32 in the fused CE
-  out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * loss_bytes), 3, Phase::kLoss, Phase::kLoss, Pool::kTorch,
-                 "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)"});
-  // Backward of the loss: the saved fp32 log-softmax, nll_loss's fp32 grad and
-  // log_softmax_backward's fp32 output live together (12 B); Megatron's fused
-  // vocab-parallel cross-entropy computes its grad in place (about 6 B).
-  const double grad_bytes = l.framework == Framework::kMegatron ? 6 : 12;
-  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * grad_bytes), 3, Phase::kBackward, Phase::kBackward,
-                 Pool::kTorch, "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"});
+  const LogitBytes b = WholeLogitBytes(ctx);
+  out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * b.forward + tokens * b.per_token), 3,
+                 Phase::kLoss, Phase::kLoss, Pool::kTorch, b.forward_note});
+  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * b.backward), 3, Phase::kBackward, Phase::kBackward,
+                 Pool::kTorch, b.backward_note});
 }
 
 }  // namespace shardplan

@@ -1,5 +1,7 @@
 #include "planner/dtype.h"
 
+#include "planner/strings.h"
+
 namespace shardplan {
 
 double DtypeBytes(Dtype d) {
@@ -29,10 +31,9 @@ std::string_view DtypeName(Dtype d) {
 }
 
 std::optional<Dtype> ParseDtype(std::string_view written) {
-  // As sources write them: any case, "-" or "_", and the mixed-precision and FP8 recipe
-  // labels of Lightning/NeMo (bf16-mixed) and Megatron-Bridge's tables (FP8-CS, MXFP8).
-  std::string s;
-  for (char c : written) s += c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  // As sources write them: any case, and the mixed-precision and FP8 recipe labels of
+  // Lightning/NeMo (bf16-mixed) and Megatron-Bridge's tables (FP8-CS, MXFP8).
+  const std::string s = Spelling(written);
   if (s == "fp32" || s == "float32" || s == "float" || s == "32" || s == "32-true") return Dtype::kFp32;
   if (s == "bf16" || s == "bfloat16" || s == "bf16-mixed" || s == "bf16-true") return Dtype::kBf16;
   if (s == "fp16" || s == "float16" || s == "half" || s == "16-mixed" || s == "fp16-mixed") return Dtype::kFp16;

@@ -139,9 +139,8 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
   } else if (key == "pp_schedule") {
     // The schedule names torchtitan's pipeline_parallel_schedule and AutoModel's pp_schedule
     // take, case and punctuation aside.
-    std::string n;
-    for (char c : Lower(v))
-      if (c != '-' && c != '_') n += c;
+    std::string n = Spelling(v);
+    n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
     if (n == "1f1b" || n == "interleaved1f1b" || n == "gpipe1f1b") l.pp_schedule = PpSchedule::k1f1b;
     else if (n == "zb" || n == "zbh1" || n == "zerobubble" || n == "interleavedzerobubble") l.pp_schedule = PpSchedule::kZeroBubble;
     else if (n == "zbv" || n == "zbvzerobubble" || n == "vzb") l.pp_schedule = PpSchedule::kZbv;

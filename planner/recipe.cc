@@ -46,6 +46,11 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
 
 }  // namespace
 
+bool LossCompiledByRelease(const Workload& w, const Layout& l) {
+  return w.training() && l.framework == Framework::kTorchtitan && l.stack == Stack::kNative &&
+         w.compile == Setting::kOn && w.loss == LossKind::kAuto;
+}
+
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
   TrainingRecipe r;
   if (!w.training()) return r;
@@ -93,10 +98,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   } else if (l.stack == Stack::kAutomodel) {
     r.loss = LossKind::kStandard;
     assume("loss: standard (AutoModel's MaskedCrossEntropy upcasts logits to fp32; its benchmark configs set fp32_upcast: false, which is loss: no_upcast)");
-  } else if (l.framework == Framework::kTorchtitan && l.stack == Stack::kNative && r.compile) {
-    // torchtitan compiles its cross-entropy with the model since 2025-04 (components/loss.py,
-    // build_cross_entropy_loss); the published benchmarks before that ran it eager. The
-    // eager loss holds more, so it is the default that never calls an OOM a fit.
+  } else if (LossCompiledByRelease(w, l)) {
+    // The published benchmarks before 2025-04 ran the loss eager; it holds more, so it is the
+    // default that never calls an OOM a fit.
     r.loss = LossKind::kStandard;
     assume("loss: standard (torchtitan releases before 2025-04 ran the loss eager; later ones compile it with the model: say loss: compiled)");
   } else if (l.stack == Stack::kUnsloth) {

@@ -28,6 +28,11 @@ struct TrainingRecipe {
 // torchtune/modules/loss/ce_chunked_output_loss.py).
 constexpr int kLossChunks = 8;
 
+// torchtitan with torch.compile and no `loss:` stated: releases since 2025-04 compile the
+// loss with the model (components/loss.py), earlier ones ran it eager, and the recipe
+// prices the eager one. The estimate says when the compiled one would fit instead.
+bool LossCompiledByRelease(const Workload& w, const Layout& l);
+
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l,

@@ -35,7 +35,6 @@ inline std::string Trim(std::string_view s) {
   return b == std::string_view::npos ? std::string() : std::string(s.substr(b, e - b + 1));
 }
 
-// "1,234,567" for tables.
 inline std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out)
@@ -43,6 +42,16 @@ inline std::string Lower(std::string_view s) {
   return out;
 }
 
+// A name as people write it, for matching against a table of spellings: lower case, '_'
+// and ' ' read as '-' ("Pre_training" and "FP8 CS" are "pre-training" and "fp8-cs").
+inline std::string Spelling(std::string_view s) {
+  std::string out = Lower(s);
+  std::replace(out.begin(), out.end(), '_', '-');
+  std::replace(out.begin(), out.end(), ' ', '-');
+  return out;
+}
+
+// "1,234,567" for tables.
 inline std::string Thousands(long long v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out;
   for (size_t i = 0; i < digits.size(); ++i) {

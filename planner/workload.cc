@@ -1,5 +1,7 @@
 #include "planner/workload.h"
 
+#include "planner/strings.h"
+
 #include <array>
 #include <string>
 #include <utility>
@@ -39,8 +41,7 @@ std::string_view TaskName(Task t) { return NameOf(kTasks, t); }
 std::string_view OptimizerName(Optimizer o) { return NameOf(kOptimizers, o); }
 bool ParseTask(std::string_view written, Task* out) {
   // Any case, and the words sources use for the same runs.
-  std::string s;
-  for (char c : written) s += c == '_' || c == ' ' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  const std::string s = Spelling(written);
   static const std::array<std::pair<std::string_view, Task>, 11> kSynonyms = {{
       {"pretraining", Task::kPretrain}, {"pre-training", Task::kPretrain}, {"pre-train", Task::kPretrain},
       {"sft", Task::kFinetune}, {"full", Task::kFinetune}, {"full-finetune", Task::kFinetune},
@@ -55,11 +56,7 @@ bool ParseTask(std::string_view written, Task* out) {
 }
 
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged) {
-  std::string n;
-  for (char c : s) {
-    if (c == '_' || c == ' ') c = '-';
-    n += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
+  std::string n = Spelling(s);
   bool is_paged = false;
   if (n.rfind("paged-", 0) == 0) n = n.substr(6), is_paged = true;
   else if (n.rfind("paged", 0) == 0) n = n.substr(5), is_paged = true;  // PagedAdamW8bit

@@ -111,16 +111,17 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   // switch fabric) ships that way: its collectives inside the domain never touch a NIC.
   YAML::Node intra = root["intra_node"];
   const bool domain_stated = intra.IsDefined() && intra.IsMap() && intra["domain"].IsDefined();
-  if (!domain_stated && c.gpu.nvlink_domain > c.gpus_per_node && c.gpu.nvlink_domain % c.gpus_per_node == 0 &&
-      c.nodes > 1 && c.intra_node.fabric == "nvlink") {
-    c.intra_node.domain = c.gpu.nvlink_domain;
-    c.assumed.push_back("intra_node.domain: " + std::to_string(c.gpu.nvlink_domain) + " (" + c.gpu.name +
-                        " systems join " + std::to_string(c.gpu.nvlink_domain) +
+  const int shipped = ShippedNvlinkDomain(c.gpu, c.gpus_per_node);
+  if (!domain_stated && shipped > 0 && c.nodes > 1 && c.intra_node.fabric == "nvlink") {
+    c.intra_node.domain = shipped;
+    c.assumed.push_back("intra_node.domain: " + std::to_string(shipped) + " (" + c.gpu.name + " systems join " +
+                        std::to_string(shipped) +
                         " GPUs on one NVLink fabric; say intra_node: {domain: " + std::to_string(c.gpus_per_node) +
                         "} for trays on the network alone)");
   }
-  if (c.intra_node.domain > 0 && (c.intra_node.domain < c.gpus_per_node || c.intra_node.domain % c.gpus_per_node != 0))
-    return doc.ErrorAt(domain_stated ? intra["domain"] : gpu,
+  // Only a stated domain can be off: the shipped one is whole nodes or not taken.
+  if (domain_stated && (c.intra_node.domain < c.gpus_per_node || c.intra_node.domain % c.gpus_per_node != 0))
+    return doc.ErrorAt(intra["domain"],
                        "intra_node.domain: " + std::to_string(c.intra_node.domain) +
                            " GPUs is not a whole number of nodes of " + std::to_string(c.gpus_per_node));
   SP_RETURN_IF_ERROR(ReadLink(doc, root["inter_node"], "inter_node", true, c.inter_node));

@@ -35,6 +35,14 @@ struct LinkSpec {
   bool operator==(const LinkSpec&) const = default;
 };
 
+// The NVLink domain `gpu` ships in (GB200 NVL72: 72) for nodes of `gpus_per_node` of them,
+// when it spans several whole nodes and the GPU has NVLink; 0 when the node is the domain.
+inline int ShippedNvlinkDomain(const GpuSpec& gpu, int gpus_per_node) {
+  const bool spans = gpu.nvlink_bandwidth > 0 && gpus_per_node > 0 && gpu.nvlink_domain > gpus_per_node &&
+                     gpu.nvlink_domain % gpus_per_node == 0;
+  return spans ? gpu.nvlink_domain : 0;
+}
+
 struct ClusterSpec {
   std::string name;
   int nodes = 1;

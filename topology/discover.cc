@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "planner/io/document.h"
 #include "planner/strings.h"
 #include "planner/units.h"
 #include "topology/gpu_catalog.h"
@@ -103,11 +104,6 @@ std::string GbPerS(double bytes_per_s) {
   return buf;
 }
 
-std::string Watts(double w) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g W", w);
-  return buf;
-}
 
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -207,8 +203,8 @@ GpuSpec NodeGpu(const std::vector<QueryGpu>& gpus, Discovery& d) {
     if (q.power_limit_watts > 0) limit = limit > 0 ? std::min(limit, q.power_limit_watts) : q.power_limit_watts;
   if (limit > 0 && g.tdp_watts > 0 && limit < g.tdp_watts - 0.5) {
     g.power_limit_watts = limit;
-    d.notes.push_back("the GPUs run under a " + Watts(limit) + " power limit of the " + Watts(g.tdp_watts) +
-                      " TDP; the plan prices their tensor cores at the clock that allows");
+    d.notes.push_back("the GPUs run under a " + ShortestNumber(limit) + " W power limit of the " +
+                      ShortestNumber(g.tdp_watts) + " W TDP; the plan prices their tensor cores at the clock that allows");
   }
   return g;
 }

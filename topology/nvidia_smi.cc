@@ -4,11 +4,11 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "planner/strings.h"
+#include "planner/units.h"
 
 namespace shardplan {
 namespace {
@@ -318,13 +318,12 @@ Status SetQueryField(const std::string& column, const std::string& value, QueryG
     if (!major || !minor || *minor > 9 || *major < 1 || *major > 99) return fail("a compute capability such as 9.0");
     gpu.compute_capability = *major * 10 + *minor;
   } else if (column == "power.limit" && !na) {
+    // "500.00" with nounits, "500.00 W" without: the unit parser reads both as watts.
     std::string watts = Trim(value);
-    if (watts.size() > 2 && watts.substr(watts.size() - 2) == " W") watts.resize(watts.size() - 2);
-    char* end = nullptr;
-    const double w = std::strtod(watts.c_str(), &end);
-    if (watts.empty() || end != watts.c_str() + watts.size() || !(w >= 1 && w <= 1e5))
-      return fail("a power limit in watts, such as 500.00");
-    gpu.power_limit_watts = w;
+    if (watts.empty() || watts.back() != 'W') watts += " W";
+    StatusOr<double> w = ParsePower(watts);
+    if (!w.ok() || !(*w >= 1 && *w <= 1e5)) return fail("a power limit in watts, such as 500.00");
+    gpu.power_limit_watts = *w;
   } else if (column == "driver_version") {
     gpu.driver_version = value;
   } else if ((column == "pcie.link.gen.max" || column == "pcie.link.width.max") && !na) {

@@ -16,9 +16,8 @@ ClusterSpec StandardNode(const GpuSpec& gpu) {
   if (gpu.nvlink_bandwidth > 0) c.intra_node = {"nvlink", gpu.nvlink_bandwidth, 2e-6, 0};
   else c.intra_node = {"pcie", pcie, 5e-6, 0};
   // A GPU sold in a rack-scale NVLink domain (GB200 NVL72) keeps it across nodes.
-  const bool domain = gpu.nvlink_bandwidth > 0 && gpu.nvlink_domain > c.gpus_per_node &&
-                      gpu.nvlink_domain % c.gpus_per_node == 0;
-  if (domain) c.intra_node.domain = gpu.nvlink_domain;
+  c.intra_node.domain = ShippedNvlinkDomain(gpu, c.gpus_per_node);
+  const bool domain = c.intra_node.domain > 0;
   // ConnectX-7 NDR, one per GPU, as in the DGX H100 (configs/clusters/dgx-h100.yaml).
   c.inter_node = {"infiniband", 400e9 / 8, 5e-6, 8};
   c.host_memory_bytes = int64_t{2} << 40;  // 2 TiB per node (DGX H100, DGX B200: 2 TB / 4 TB)

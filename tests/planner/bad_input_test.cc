@@ -325,7 +325,9 @@ TEST(Documents, SpellingsSourcesUse) {
     auto w = ParseWorkload(*doc);
     ASSERT_TRUE(w.ok()) << c.yaml << w.status().message();
     EXPECT_EQ(w->task, c.task) << c.yaml;
-    if (c.task != Task::kInference) EXPECT_EQ(w->precision, c.precision) << c.yaml;
+    if (c.task != Task::kInference) {
+      EXPECT_EQ(w->precision, c.precision) << c.yaml;
+    }
   }
   auto l = ParseLayout("offload_optimizer=CPU,sp=ON,ac=Full,tp=2");
   ASSERT_TRUE(l.ok()) << l.status().message();

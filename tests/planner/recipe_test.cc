@@ -37,10 +37,25 @@ Workload Recipe(const std::string& yaml) {
   return *w;
 }
 
-ClusterSpec OneGpu(const std::string& gpu) {
-  auto doc = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: " + gpu + "\n");
+ClusterSpec Cluster(const std::string& yaml) {
+  auto doc = Document::Parse("c.yaml", yaml);
   EXPECT_TRUE(doc.ok());
   auto c = ParseCluster(*doc);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return *c;
+}
+
+ClusterSpec OneGpu(const std::string& gpu) { return Cluster("gpus_per_node: 1\ngpu: " + gpu + "\n"); }
+
+// The built-in model and cluster files the MoE and pipeline tests run on.
+ModelSpec Builtin(const std::string& name) {
+  auto m = LoadModel(name);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return *m;
+}
+
+ClusterSpec DgxH100() {
+  auto c = LoadCluster("dgx-h100");
   EXPECT_TRUE(c.ok()) << c.status().message();
   return *c;
 }
@@ -188,13 +203,11 @@ TEST(Recipe, LossKinds) {
 // torchtitan's fp32 shards on the same mesh, with no master copy. An fp32 checkpoint keeps
 // fp32 shards. Both defaults, and the loss it keeps, are stated.
 TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
-  auto m = LoadModel("qwen3-30b-a3b");
-  ASSERT_TRUE(m.ok());
-  auto c = LoadCluster("dgx-h100");
-  ASSERT_TRUE(c.ok());
+  const ModelSpec m = Builtin("qwen3-30b-a3b");
+  const ClusterSpec c = DgxH100();
   const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 512\noptimizer: adam\n");
-  const MemoryEstimate titan = Estimate(*m, w, *c, "framework=torchtitan,dp=8,ep=8,mbs=4,ac=full");
-  const MemoryEstimate am = Estimate(*m, w, *c, "framework=automodel,dp=8,ep=8,mbs=4,ac=full");
+  const MemoryEstimate titan = Estimate(m, w, c, "framework=torchtitan,dp=8,ep=8,mbs=4,ac=full");
+  const MemoryEstimate am = Estimate(m, w, c, "framework=automodel,dp=8,ep=8,mbs=4,ac=full");
   ASSERT_GT(Term(titan, "parameters"), 0);
   EXPECT_NEAR(Term(am, "parameters"), Term(titan, "parameters") / 2.0, 2);
   EXPECT_NEAR(Term(am, "gradients"), Term(titan, "gradients") / 2.0, 2);
@@ -202,10 +215,10 @@ TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
   EXPECT_EQ(Term(am, "master_weights"), 0);
   EXPECT_LT(am.fullest().allocated_peak, titan.fullest().allocated_peak);
 
-  auto l = ResolveLayout(*m, w, *c, *ParseLayout("framework=automodel,dp=8,ep=8"));
+  auto l = ResolveLayout(m, w, c, *ParseLayout("framework=automodel,dp=8,ep=8"));
   ASSERT_TRUE(l.ok());
   std::vector<std::string> assumed;
-  const TrainingRecipe r = ResolveRecipe(*m, w, *l, &assumed);
+  const TrainingRecipe r = ResolveRecipe(m, w, *l, &assumed);
   EXPECT_FALSE(r.master_weights);
   EXPECT_EQ(r.loss, LossKind::kStandard);
   ASSERT_EQ(assumed.size(), 3u);
@@ -213,7 +226,7 @@ TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
   EXPECT_NE(assumed[1].find("fp32_upcast: false"), std::string::npos) << assumed[1];
   EXPECT_NE(assumed[2].find("ac: none (AutoModel"), std::string::npos) << assumed[2];
   EXPECT_EQ(l->ac, Recompute::kNone);
-  ModelSpec fp32 = *m;
+  ModelSpec fp32 = m;
   fp32.dtype = Dtype::kFp32;
   EXPECT_TRUE(ResolveRecipe(fp32, w, *l).master_weights);
 }
@@ -224,23 +237,19 @@ TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
 // with loss: compiled the plan lands within 10% above it, where the eager loss the default
 // keeps (and says so) holds 15 GiB more.
 TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
-  auto m = LoadModel("llama-3.1-8b");
-  ASSERT_TRUE(m.ok());
-  auto doc = Document::Parse("c.yaml", "nodes: 4\ngpus_per_node: 8\ngpu: H200\n");
-  ASSERT_TRUE(doc.ok());
-  auto c = ParseCluster(*doc);
-  ASSERT_TRUE(c.ok());
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 4\ngpus_per_node: 8\ngpu: H200\n");
   const std::string base = "task: pretrain\nprecision: fp8\noptimizer: adamw\nseq_len: 8192\nglobal_batch: 64\ncompile: true\n";
   const std::string layout = "framework=torchtitan,dp=32,zero=3,mbs=2,ac=selective";
-  const double compiled = Estimate(*m, Recipe(base + "loss: compiled\n"), *c, layout).fullest().reserved_peak / static_cast<double>(kGiB);
-  const double eager = Estimate(*m, Recipe(base), *c, layout).fullest().reserved_peak / static_cast<double>(kGiB);
+  const double compiled = Estimate(m, Recipe(base + "loss: compiled\n"), c, layout).fullest().reserved_peak / static_cast<double>(kGiB);
+  const double eager = Estimate(m, Recipe(base), c, layout).fullest().reserved_peak / static_cast<double>(kGiB);
   EXPECT_GE(compiled, 47.96 * 0.97);
   EXPECT_LE(compiled, 47.96 * 1.10);
   EXPECT_GT(eager - compiled, 14);
-  auto l = ResolveLayout(*m, Recipe(base), *c, *ParseLayout(layout));
+  auto l = ResolveLayout(m, Recipe(base), c, *ParseLayout(layout));
   ASSERT_TRUE(l.ok());
   std::vector<std::string> assumed;
-  EXPECT_EQ(ResolveRecipe(*m, Recipe(base), *l, &assumed).loss, LossKind::kStandard);
+  EXPECT_EQ(ResolveRecipe(m, Recipe(base), *l, &assumed).loss, LossKind::kStandard);
   bool said = false;
   for (const std::string& a : assumed) said = said || a.find("say loss: compiled") != std::string::npos;
   EXPECT_TRUE(said);
@@ -249,17 +258,11 @@ TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
 // ZB-V runs two chunks per rank but holds 1F1B's activations at the first stage (V-ZB,
 // Qi et al. 2024), where interleaved 1F1B on two chunks holds (1 + (p-1)/(2p)) times them.
 TEST(Recipe, ZbvHoldsOneF1BsActivations) {
-  auto m = LoadModel("llama-3.1-8b");
-  ASSERT_TRUE(m.ok());
-  auto c = LoadCluster("dgx-h100");
-  ASSERT_TRUE(c.ok());
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
   const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 32\n");
   auto first_stage = [&](const std::string& layout) {
-    auto parsed = ParseLayout(layout);
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    auto l = ResolveLayout(*m, w, *c, *parsed);
-    EXPECT_TRUE(l.ok()) << l.status().message();
-    const MemoryEstimate e = EstimateMemory(*m, w, *l, *c);
+    const MemoryEstimate e = Estimate(m, w, c, layout);  // held: the loop reads one of its stages
     for (const MemoryTerm& t : e.stages[0].terms)
       if (t.name == "activations") return static_cast<double>(t.bytes);
     return 0.0;

@@ -389,11 +389,9 @@ TEST(Pipeline, ZeroBubbleSchedulesShrinkOnlyTheBubble) {
   l.sp = true;
   l.zero = 3;
   l.grad_accum = 8;
-  auto bubble = [&](const Layout& lay) {
+  auto bubble = [&](const Layout& lay) {  // (the bubble, everything else in the step)
     const TimeEstimate t = EstimateTime(Llama3_70B(), Pretrain(4096, 16), lay, DgxH100(4));
-    for (const TimeTerm& term : t.terms)
-      if (term.name == "pp_bubble") return std::make_pair(term.seconds, t.step_seconds - term.seconds);
-    return std::make_pair(-1.0, -1.0);
+    return std::make_pair(Term(t, "pp_bubble"), t.step_seconds - Term(t, "pp_bubble"));
   };
   const auto one = bubble(l);
   Layout zb = l;
