@@ -294,7 +294,8 @@ TEST(ClusterReads, Gb200NvlinkDomain) {
 }
 
 // Fuzzing finds: a size in a GPU name past int64 threw out of std::stoll (a crash), and a
-// network of 0 NICs was read as one NIC and written back as the default eight.
+// network of 0 NICs was read as one NIC and written back as the default eight, and a zero
+// latency was dropped by the writer.
 TEST(ClusterRejects, FuzzFoundNamesAndNics) {
   const std::string huge = ClusterError("gpus_per_node: 8\ngpu: A100-SXM " + std::string(120, '7') + "GB\n").message();
   EXPECT_NE(huge.find("cluster.yaml:2:"), std::string::npos) << huge;
@@ -305,6 +306,12 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
   EXPECT_NE(nics.find("nics_per_node: 0 means no network"), std::string::npos) << nics;
   EXPECT_TRUE(ReadCluster("gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
                           "inter_node: {fabric: none, bandwidth: 0 Gb/s, nics_per_node: 0}\n").ok());
+  // A zero latency on a real link: the planner would substitute its own alpha, and the
+  // writer dropped the key, so the file read back as 2 us.
+  const std::string lat = ClusterError("gpus_per_node: 8\ngpu: A100 40GB\n"
+                                       "intra_node: {fabric: nvlink, bandwidth: 300 GB/s, latency: 0 us}\n").message();
+  EXPECT_NE(lat.find("cluster.yaml:3:"), std::string::npos) << lat;
+  EXPECT_NE(lat.find("intra_node.latency: expected a time above 0"), std::string::npos) << lat;
 }
 
 // Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, SFT,
