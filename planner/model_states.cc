@@ -189,10 +189,12 @@ void MegatronStates(const MemoryContext& ctx, const StageShape& s, const States&
   const double wb = WeightBytes(ctx.w);
   const bool dist = l.zero >= 1;
   Add(out, "parameters", wb * st.params, Phase::kSetup, Phase::kStep, "bf16 params, full (theoretical_memory_usage.py)");
-  // bf16 turns on accumulate_allreduce_grads_in_fp32 (megatron/training/arguments.py); a
-  // precision-aware optimizer with bf16 main grads halves it.
-  Add(out, "gradients", TrainedBytes(ctx) * st.params, Phase::kSetup, Phase::kStep,
-      "main-grad buffer, 4 B/param in fp32, full (dist_optimizer.md)");
+  // bf16 turns on accumulate_allreduce_grads_in_fp32 (megatron/training/arguments.py);
+  // grad_reduce_in_fp32: false (NeMo's and Megatron-Bridge's performance recipes) halves it.
+  const double gb = ctx.r.pure_low_precision ? TrainedBytes(ctx) : ctx.r.main_grad_bytes;
+  Add(out, "gradients", gb * st.params, Phase::kSetup, Phase::kStep,
+      gb >= 4 ? "main-grad buffer, 4 B/param in fp32, full (dist_optimizer.md)"
+              : "main-grad buffer in bf16, 2 B/param, full (grad_reduce_in_fp32=False)");
   const double opt_elems = st.Shard(dist);
   const bool off = l.offload_optimizer != Offload::kNone;
   if (MixedPrecision(ctx) && !off)

@@ -51,6 +51,15 @@ bool LossCompiledByRelease(const Workload& w, const Layout& l) {
          w.compile == Setting::kOn && w.loss == LossKind::kAuto;
 }
 
+bool MegatronGradsFp32(const Workload& w, const Layout& l) {
+  if (w.grad_reduce_fp32 != Setting::kAuto) return w.grad_reduce_fp32 == Setting::kOn;
+  if (w.precision == Dtype::kFp32) return true;
+  // Megatron-Bridge scripts/performance/utils/helpers.py set_basic_perf_overrides and NeMo 2's
+  // *_performance recipes set mixed_precision.grad_reduce_in_fp32 = False and
+  // ddp.grad_reduce_in_fp32 = False; bare Megatron keeps fp32 main grads.
+  return l.stack != Stack::kNemo;
+}
+
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
   TrainingRecipe r;
   if (!w.training()) return r;
@@ -78,6 +87,13 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   r.pure_low_precision = low && !r.master_weights;
   // peft upcasts adapters to fp32 (autocast_adapter_dtype=True); torchtune keeps them in dtype.
   r.adapter_bytes = r.pure_low_precision && l.stack == Stack::kTorchtune ? 2 : 4;
+
+  if (l.framework == Framework::kMegatron && low && !r.pure_low_precision && !w.lora_like()) {
+    r.main_grad_bytes = MegatronGradsFp32(w, l) ? 4 : 2;  // bf16, fp8 runs included
+    if (l.stack == Stack::kNemo && w.grad_reduce_fp32 == Setting::kAuto)
+      assume("grad_reduce_in_fp32: false (NeMo and Megatron-Bridge performance recipes, which their published tables "
+             "run, keep bf16 main grads; their plain recipes keep fp32: say grad_reduce_in_fp32: true)");
+  }
 
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;

@@ -22,6 +22,7 @@ struct TrainingRecipe {
   LossKind loss = LossKind::kStandard;
   bool compile = false;              // torch.compile of the blocks
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
+  double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
 };
 
 // Chunks torchtune's CEWithChunkedOutputLoss splits the logits into (num_output_chunks=8,
@@ -32,6 +33,12 @@ constexpr int kLossChunks = 8;
 // loss with the model (components/loss.py), earlier ones ran it eager, and the recipe
 // prices the eager one. The estimate says when the compiled one would fit instead.
 bool LossCompiledByRelease(const Workload& w, const Layout& l);
+
+// Megatron's main grads in fp32 (grad_reduce_in_fp32; arguments.py turns
+// accumulate_allreduce_grads_in_fp32 on under bf16). NeMo's and Megatron-Bridge's
+// performance recipes, which their published tables run, turn it off: bf16 grads. Read by
+// the memory model (the grad buffer) and the time model (the bytes data parallelism reduces).
+bool MegatronGradsFp32(const Workload& w, const Layout& l);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

@@ -12,6 +12,7 @@
 #include "planner/compute_cost.h"
 #include "planner/framework_defaults.h"
 #include "planner/quantization.h"
+#include "planner/recipe.h"
 
 namespace shardplan {
 namespace {
@@ -288,10 +289,10 @@ StageCost StageDetail(const Ctx& x, const LayerTable& t, const StageShape& sh) {
 // ---- Data-parallel traffic, optimizer, offload ----
 
 double GradBytes(const Ctx& x) {
-  // Megatron reduces fp32 main grads; torchtitan's FSDP2 default reduce_dtype is fp32;
+  // Megatron reduces fp32 main grads unless grad_reduce_in_fp32 is off (recipe.h); torchtitan's FSDP2 default reduce_dtype is fp32;
   // DeepSpeed's BF16 optimizer accumulates and reduces fp32; FSDP mixed precision bf16.
   switch (x.l.framework) {
-    case Framework::kMegatron:
+    case Framework::kMegatron: return MegatronGradsFp32(x.w, x.l) ? 4 : 2;
     case Framework::kTorchtitan: return 4;
     case Framework::kDeepSpeed: return x.w.precision == Dtype::kFp16 ? 2 : 4;
     case Framework::kFsdp: return 2;

@@ -63,6 +63,7 @@ struct Workload {
   Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
   LossKind loss = LossKind::kAuto;
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
+  Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 

@@ -84,6 +84,7 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "grad_reduce_in_fp32", &w.grad_reduce_fp32));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
   if (paged) {
     Setting p = Setting::kAuto;
@@ -106,7 +107,8 @@ StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& root) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                           "lora", "inference", "description", "master_weights", "optimizer_in_backward",
-                                          "paged_optimizer", "activation_offload", "loss", "compile"}));
+                                          "paged_optimizer", "activation_offload", "loss", "compile",
+                                          "grad_reduce_in_fp32"}));
   Workload w;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
@@ -153,6 +155,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   out += p + "optimizer: " + std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer)) + "\n";
   if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
   if (w.optimizer_in_backward != Setting::kAuto) out += p + "optimizer_in_backward: " + std::string(SettingName(w.optimizer_in_backward)) + "\n";
+  if (w.grad_reduce_fp32 != Setting::kAuto) out += p + "grad_reduce_in_fp32: " + std::string(SettingName(w.grad_reduce_fp32)) + "\n";
   if (w.activation_offload != Setting::kAuto) out += p + "activation_offload: " + std::string(SettingName(w.activation_offload)) + "\n";
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";

@@ -503,6 +503,26 @@ TEST(EstimateTime, LayoutAndRecipeSwitches) {
   EXPECT_LT(compiled.step_seconds, eager.step_seconds);
 }
 
+// NeMo's and Megatron-Bridge's performance recipes reduce bf16 main grads
+// (grad_reduce_in_fp32 = False): data parallelism moves half of bare Megatron's fp32 bytes.
+TEST(EstimateTime, NemoReducesBf16Grads) {
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 8;
+  l.tp = 8;
+  l.grad_accum = 1;
+  const Workload w = Pretrain(4096, 8);
+  const TimeEstimate bare = EstimateTime(Llama3_70B(), w, l, DgxH100(8));
+  l.stack = Stack::kNemo;
+  const TimeEstimate nemo = EstimateTime(Llama3_70B(), w, l, DgxH100(8));
+  Workload stated = w;
+  stated.grad_reduce_fp32 = Setting::kOn;
+  const TimeEstimate fp32 = EstimateTime(Llama3_70B(), stated, l, DgxH100(8));
+  ASSERT_GT(RawTerm(bare, "dp_comm"), 0);
+  EXPECT_NEAR(RawTerm(nemo, "dp_comm") / RawTerm(bare, "dp_comm"), 0.5, 0.01);
+  EXPECT_DOUBLE_EQ(RawTerm(fp32, "dp_comm"), RawTerm(bare, "dp_comm"));
+}
+
 TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
   const ModelSpec m = Llama2_7B();
   const ClusterSpec c = DgxH100(2);
