@@ -100,6 +100,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           if (gpu["power_limit"].IsDefined()) c.gpu.power_limit_watts = stated.power_limit_watts;
           if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
           if (gpu["nvlink_domain"].IsDefined()) c.gpu.nvlink_domain = stated.nvlink_domain;
+          if (gpu["nic_bandwidth"].IsDefined()) c.gpu.nic_bandwidth = stated.nic_bandwidth;
           tdp_of = *key;
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
         }
@@ -111,7 +112,11 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
                                                ShortestNumber(c.gpu.tdp_watts) + " W)");
   c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
   if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
-  c.inter_node = {"infiniband", 400e9 / 8, 5e-6, c.gpus_per_node};
+  // One NIC per GPU at the rate of the system the GPU ships in (DGX A100: 200 Gb/s HDR,
+  // DGX H100/B200: 400 Gb/s NDR, HGX B300 and GB300: 800 Gb/s ConnectX-8); 400 Gb/s when
+  // the catalog does not say.
+  const double nic = c.gpu.nic_bandwidth > 0 ? c.gpu.nic_bandwidth : 400e9 / 8;
+  c.inter_node = {"infiniband", nic, 5e-6, c.gpus_per_node};
   SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
   // A system whose NVLink fabric spans trays (GB200 NVL72: 18 trays of 4 GPUs on one NVLink
   // switch fabric) ships that way: its collectives inside the domain never touch a NIC.
@@ -131,6 +136,11 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
                        "intra_node.domain: " + std::to_string(c.intra_node.domain) +
                            " GPUs is not a whole number of nodes of " + std::to_string(c.gpus_per_node));
   SP_RETURN_IF_ERROR(ReadLink(doc, root["inter_node"], "inter_node", true, c.inter_node));
+  const YAML::Node inter = root["inter_node"];
+  if (c.nodes > 1 && c.inter_node.fabric != "none" && !(inter.IsDefined() && inter.IsMap() && inter["bandwidth"].IsDefined()))
+    c.assumed.push_back("inter_node: " + std::to_string(c.inter_node.nics_per_node) + " x " +
+                        ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (one NIC per GPU at the rate " + c.gpu.name +
+                        " systems ship with; state inter_node: {bandwidth: ..., nics_per_node: ...} for yours)");
   c.pcie_bandwidth = 25e9;
   if (YAML::Node host = root["host"]; host.IsDefined()) {
     SP_RETURN_IF_ERROR(doc.ExpectMap(host, "host"));

@@ -81,6 +81,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.tdp_watts != c.tdp_watts) d.push_back("tdp");
   if (g.power_limit_watts != c.power_limit_watts) d.push_back("power_limit");
   if (g.nvlink_domain != c.nvlink_domain) d.push_back("nvlink_domain");
+  if (g.nic_bandwidth != c.nic_bandwidth) d.push_back("nic_bandwidth");
   return d;
 }
 
@@ -115,6 +116,8 @@ std::string WriteGpu(const GpuSpec& g) {
   if (g.tdp_watts > 0) out += "  tdp: " + ShortestDecimal(g.tdp_watts) + " W\n";
   if (g.power_limit_watts > 0) out += Commented("  power_limit: " + ShortestDecimal(g.power_limit_watts) + " W", "nvidia-smi -pl");
   if (g.nvlink_domain > 0) out += Commented("  nvlink_domain: " + std::to_string(g.nvlink_domain), "GPUs one NVLink fabric joins");
+  if (g.nic_bandwidth > 0)
+    out += Commented("  nic_bandwidth: " + YamlBitRate(g.nic_bandwidth), "network per GPU as the system ships");
   return out;
 }
 

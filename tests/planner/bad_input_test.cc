@@ -230,7 +230,9 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
   EXPECT_GT(m->gpu.bf16_flops, 0);
   // New catalog entries by the names sources use.
   for (const auto& [written, key] : {std::pair{"GB200", "gb200-186gb"},
-                                     std::pair{"RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-96gb"}}) {
+                                     std::pair{"RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-96gb"},
+                                     std::pair{"GB300", "gb300-288gb"}, std::pair{"B300", "b300-288gb"},
+                                     std::pair{"NVIDIA B300 SXM6 AC", "b300-288gb"}}) {
     auto d = Document::Parse("c.yaml", std::string("gpus_per_node: 4\ngpu: ") + written + "\n");
     ASSERT_TRUE(d.ok());
     auto g = ParseCluster(*d);
@@ -291,6 +293,35 @@ TEST(ClusterReads, Gb200NvlinkDomain) {
   const std::string odd = ClusterError("nodes: 4\ngpus_per_node: 4\ngpu: GB200\nintra_node: {domain: 70}\n").message();
   EXPECT_NE(odd.find("cluster.yaml:4:"), std::string::npos) << odd;
   EXPECT_NE(odd.find("not a whole number of nodes of 4"), std::string::npos) << odd;
+}
+
+// A multi-node cluster that names no network gets one NIC per GPU at the rate the GPU's
+// systems ship with, and says so: DGX A100 8 x 200 Gb/s HDR, DGX H100 8 x 400 Gb/s NDR, HGX
+// B300 8 x 800 Gb/s ConnectX-8, DGX-1/DGX-2 one 100 Gb/s EDR NIC per two V100s.
+TEST(ClusterReads, NetworkFollowsTheGpusSystem) {
+  for (const auto& [gpu, per_nic] : {std::pair{"A100 80GB", 200e9 / 8}, std::pair{"H100", 400e9 / 8},
+                                     std::pair{"B300", 800e9 / 8}, std::pair{"V100 32GB", 50e9 / 8},
+                                     std::pair{"L40S", 400e9 / 8}}) {
+    auto c = ReadCluster(std::string("nodes: 4\ngpus_per_node: 8\ngpu: ") + gpu + "\n");
+    ASSERT_TRUE(c.ok()) << gpu << ": " << c.status().message();
+    EXPECT_DOUBLE_EQ(c->inter_node.bandwidth, per_nic) << gpu;
+    EXPECT_EQ(c->inter_node.nics_per_node, 8) << gpu;
+    bool said = false;
+    for (const std::string& a : c->assumed) said = said || a.find("inter_node: 8 x ") != std::string::npos;
+    EXPECT_TRUE(said) << gpu;
+  }
+  // A stated network stands, and a single node says nothing of one.
+  auto stated = ReadCluster("nodes: 4\ngpus_per_node: 8\ngpu: A100 80GB\ninter_node: {bandwidth: 400 Gb/s}\n");
+  ASSERT_TRUE(stated.ok());
+  EXPECT_DOUBLE_EQ(stated->inter_node.bandwidth, 50e9);
+  for (const std::string& a : stated->assumed) EXPECT_EQ(a.find("inter_node:"), std::string::npos) << a;
+  auto one = ReadCluster("gpus_per_node: 8\ngpu: A100 80GB\n");
+  ASSERT_TRUE(one.ok());
+  for (const std::string& a : one->assumed) EXPECT_EQ(a.find("inter_node:"), std::string::npos) << a;
+  // GB200 as nvidia-smi reports it on NVL72 trays, not the nominal 186 GB.
+  auto gb200 = ReadCluster("gpus_per_node: 4\ngpu: GB200\n");
+  ASSERT_TRUE(gb200.ok());
+  EXPECT_EQ(gb200->gpu.memory_bytes, 189471LL << 20);
 }
 
 // Fuzzing finds: a size in a GPU name past int64 threw out of std::stoll (a crash), and a
