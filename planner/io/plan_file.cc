@@ -36,11 +36,20 @@ std::string ClusterYaml(const ClusterSpec& c) {
     << ", compute_capability: " << g.compute_capability;
   if (g.tdp_watts > 0) o << ", tdp: " << Num(g.tdp_watts) << " W";
   if (g.power_limit_watts > 0) o << ", power_limit: " << Num(g.power_limit_watts) << " W";
+  if (g.nvlink_domain > 0) o << ", nvlink_domain: " << g.nvlink_domain;
+  if (g.nic_bandwidth > 0) o << ", nic_bandwidth: " << BandwidthText(g.nic_bandwidth);
   o << "}\n";
+  // A zero latency is one nobody measured (discovery leaves it so): left out, the reader's
+  // default stands in, as it does for a cluster file.
+  auto latency = [](const LinkSpec& l, bool none) {
+    return l.latency_s > 0 || none ? ", latency: " + LatencyText(l.latency_s) : std::string();
+  };
   o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << ", bandwidth: " << BandwidthText(c.intra_node.bandwidth)
-    << ", latency: " << LatencyText(c.intra_node.latency_s) << "}\n";
+    << latency(c.intra_node, c.intra_node.fabric == "none");
+  if (c.intra_node.domain > 0) o << ", domain: " << c.intra_node.domain;
+  o << "}\n";
   o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << ", bandwidth: " << BandwidthText(c.inter_node.bandwidth)
-    << ", nics_per_node: " << c.inter_node.nics_per_node << ", latency: " << LatencyText(c.inter_node.latency_s) << "}\n";
+    << ", nics_per_node: " << c.inter_node.nics_per_node << latency(c.inter_node, c.inter_node.fabric == "none") << "}\n";
   o << "  host: {memory: " << BytesText(c.host_memory_bytes) << ", pcie_bandwidth: " << BandwidthText(c.pcie_bandwidth) << "}\n";
   o << "  nvme: {capacity: " << BytesText(c.nvme_bytes) << ", bandwidth: " << BandwidthText(c.nvme_bandwidth) << "}\n";
   return o.str();

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "planner/io/document.h"
 #include "planner/io/model_reader.h"
 #include "planner/io/plan_file.h"
 #include "topology/cluster_reader.h"
@@ -57,6 +58,34 @@ TEST(PlanFile, RoundTripsEveryFamily) {
     ExpectSameEstimate(p, *back);
     EXPECT_EQ(back->reason, "test");
   }
+}
+
+// A GB200 NVL72 plan keeps its 72-GPU NVLink domain and the GPU's catalog network when read
+// back (tensor parallelism of 8 spans two 4-GPU trays on NVLink, not on the NICs), and a
+// link whose latency nobody measured reads back as unmeasured.
+TEST(PlanFile, RackScaleDomainRoundTrips) {
+  Plan p = MakeTestPlan("llama-3.1-70b", "framework=megatron,tp=8,pp=2,sp=on,ac=full,mbs=1", 2);
+  auto doc = Document::Parse("rack.yaml", "nodes: 18\ngpus_per_node: 4\ngpu: GB200\n");
+  ASSERT_TRUE(doc.ok());
+  auto rack = ParseCluster(*doc);
+  ASSERT_TRUE(rack.ok()) << rack.status().message();
+  rack->intra_node.latency_s = 0;
+  p.workload.global_batch = 288;
+  p.cluster = *rack;
+  auto l = ResolveLayout(p.model, p.workload, p.cluster, *ParseLayout("framework=megatron,tp=8,pp=3,sp=on,ac=full,mbs=1"));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  p.layout = *l;
+  p.memory = EstimateMemory(p.model, p.workload, p.layout, p.cluster, p.memory_options);
+  p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
+  auto back = ParsePlan("plan.yaml", PlanToYaml(p));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->cluster.gpu.nvlink_domain, 72);
+  EXPECT_EQ(back->cluster.nvlink_domain_size(), 72);
+  EXPECT_DOUBLE_EQ(back->cluster.gpu.nic_bandwidth, 400e9 / 8);
+  EXPECT_EQ(back->cluster.inter_node, p.cluster.inter_node);
+  EXPECT_DOUBLE_EQ(back->cluster.intra_node.latency_s, 2e-6);  // the reader's default
+  EXPECT_EQ(FormatLayout(p.layout), FormatLayout(back->layout));
+  EXPECT_EQ(p.memory.fullest().device_peak, back->memory.fullest().device_peak);
 }
 
 TEST(PlanFile, ModelKeysRoundTripForEveryBuiltin) {
