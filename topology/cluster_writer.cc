@@ -182,7 +182,8 @@ std::string WriteClusterYaml(const ClusterSpec& c, const ClusterYamlOptions& opt
     out += Commented(text, std::string(c.host_memory_bytes > 0 ? "memory per node" : "memory unknown") +
                                (c.pcie_bandwidth > 0 ? "; PCIe per GPU, one direction" : "; PCIe: the reader's default"));
   }
-  if (c.nvme_bytes > 0) {
+  // A bandwidth without capacity is still what the file said (fuzzing found it dropped).
+  if (c.nvme_bytes > 0 || c.nvme_bandwidth > 0) {
     std::string text = "nvme: {capacity: " + YamlBytes(c.nvme_bytes);
     if (c.nvme_bandwidth > 0) text += ", bandwidth: " + YamlBandwidth(c.nvme_bandwidth);
     out += Commented(text + "}", "per node");
