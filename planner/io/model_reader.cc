@@ -47,6 +47,13 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"phi3", {32064, 3072, 8192, 32, 32, 0, 0, 4096, false, "Phi3DecoderLayer"}},
       {"granite", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteDecoderLayer"}},
       {"starcoder2", {49152, 3072, 12288, 30, 24, 2, 0, 4096, true, "Starcoder2DecoderLayer"}},
+      // NemotronConfig (Nemotron-4, Minitron): relu2 up/down MLP, LayerNorm1P with bias.
+      // FalconConfig (Falcon 7B defaults): fused query_key_value, GELU 4h MLP, LayerNorm.
+      {"falcon", {65024, 4544, 18176, 32, 71, 0, 0, 2048, true, "FalconDecoderLayer"}},
+      {"nemotron", {256000, 6144, 24576, 32, 48, 0, 0, 4096, false, "NemotronDecoderLayer"}},
+      // Llama4TextConfig (Llama 4 Scout): intermediate_size is the expert's, the dense
+      // layers' MLP is intermediate_size_mlp.
+      {"llama4_text", {202048, 5120, 8192, 48, 40, 8, 128, 131072, false, "Llama4TextDecoderLayer"}},
   };
   return t;
 }
@@ -64,7 +71,10 @@ const std::vector<std::string> kCommonKeys = {
     "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
     "do_layer_norm_before", "use_parallel_residual", "d_model", "n_heads", "n_layers", "expansion_ratio",
     "max_seq_len", "no_bias", "hidden_activation", "activation_function", "use_bias",
-    "quantization_config"};
+    "quantization_config", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
+    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "partial_rotary_factor", "ffn_hidden_size",
+    "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
+    "num_ln_in_parallel_attn", "alibi"};
 
 struct Reader {
   const Document& doc;
@@ -186,6 +196,88 @@ Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   return Status::Ok();
 }
 
+// Llama 4's text tower (transformers Llama4TextConfig / modeling_llama4.py): MoE layers are
+// moe_layers, or every interleave_moe_layer_step-th layer (Scout 1: all, Maverick 2); each
+// holds num_local_experts routed experts of intermediate_size (fused gate_up and down, no
+// bias), a bias-free router and one always-on shared expert of the same size; the dense
+// layers' MLP is intermediate_size_mlp. Three layers in four attend within chunks of
+// attention_chunk_size, the fourth (no RoPE) globally; its q/k L2 norm has no weights.
+Status ReadLlama4(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 16, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 1, 1, 1 << 16));
+  m.expert_intermediate = m.intermediate;
+  m.shared_experts = 1;
+  m.shared_intermediate = m.intermediate;
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size_mlp", 16384, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t step, r.Int("interleave_moe_layer_step", 1, 1, kMaxLayers));
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  if (r.Has("moe_layers")) {
+    const YAML::Node list = r.node["moe_layers"];
+    if (!list.IsSequence()) return r.doc.ErrorAt(list, "moe_layers: expected a list of layer indices");
+    for (const auto& item : list) {
+      int64_t l = -1;
+      try {
+        l = item.as<int64_t>();
+      } catch (const YAML::Exception&) {
+      }
+      if (l < 0 || l >= m.layers)
+        return r.doc.ErrorAt(item, "moe_layers: expected a layer index from 0 to " + std::to_string(m.layers - 1) +
+                                       ", got \"" + item.Scalar() + "\"");
+      m.moe_layer[static_cast<size_t>(l)] = true;
+    }
+  } else {
+    for (int64_t l = step - 1; l < m.layers; l += step) m.moe_layer[static_cast<size_t>(l)] = true;
+  }
+  if (r.Has("attention_chunk_size")) {
+    SP_ASSIGN_OR_RETURN(m.sliding_window, r.Int("attention_chunk_size", 0, 1, int64_t{1} << 34));
+    m.sliding_window_pattern = 4;  // no_rope_layer_interval: every 4th layer global
+  }
+  return Status::Ok();
+}
+
+// Falcon (transformers FalconConfig / modeling_falcon.py; n_layer, n_head and n_head_kv are
+// the older names). query_key_value projects to heads + 2 KV heads of hidden / heads: one
+// KV head under multi_query (7B), num_kv_heads under new_decoder_architecture (40B, 180B),
+// else all heads. Attention and MLP run in parallel (parallel_attn, always in the new
+// architecture) behind one input LayerNorm, or ln_attn and ln_mlp in the new one
+// (num_ln_in_parallel_attn, default 2); a sequential block has two. Biases only with `bias`.
+Status ReadFalcon(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t n_layer, r.Int("n_layer", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", n_layer, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t n_head, r.Int("n_head", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", n_head, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("ffn_hidden_size", 4 * m.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  SP_ASSIGN_OR_RETURN(bool new_arch, r.Bool("new_decoder_architecture", false));
+  SP_ASSIGN_OR_RETURN(bool multi_query, r.Bool("multi_query", true));
+  SP_ASSIGN_OR_RETURN(bool parallel, r.Bool("parallel_attn", true));
+  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", false));
+  SP_ASSIGN_OR_RETURN(bool alibi, r.Bool("alibi", false));
+  if (m.hidden % m.heads != 0)
+    return r.doc.ErrorAt(r.node, "the number of attention heads (" + std::to_string(m.heads) +
+                                     ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  m.head_dim = m.hidden / m.heads;
+  if (new_arch) {
+    SP_ASSIGN_OR_RETURN(int64_t n_head_kv, r.Int("n_head_kv", m.heads, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.kv_heads, r.Int("num_kv_heads", n_head_kv, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(int64_t lns, r.Int("num_ln_in_parallel_attn", 2, 1, 2));
+    m.norms_per_layer = static_cast<int>(lns);
+  } else {
+    m.kv_heads = multi_query ? 1 : m.heads;
+    m.norms_per_layer = parallel ? 1 : 2;
+  }
+  m.parallel_residual = new_arch || parallel;
+  m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  if (alibi) m.position = PositionKind::kAlibi;
+  return ReadDtype(r, m);
+}
+
 Status ReadGpt2(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 50257, 1, kMaxVocab));
   SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", 768, 1, kMaxDim));
@@ -280,6 +372,10 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
     m.gelu = true;
   }
   if (type == "qwen2_moe") m.shared_expert_gate = true;
+  if (type == "nemotron") {  // LayerNorm1P (weight and bias), up/down MLP with squared ReLU
+    m.norm = NormKind::kLayer;
+    m.mlp = MlpKind::kPlain;
+  }
 }
 
 }  // namespace
@@ -289,6 +385,7 @@ const std::vector<std::string>& SupportedModelTypes() {
     std::vector<std::string> v;
     for (const auto& [k, _] : DefaultsTable()) v.push_back(k);
     v.push_back("gemma3");
+    v.push_back("llama4");
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -488,6 +585,18 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       Reader top{doc, root};
       SP_RETURN_IF_ERROR(ReadDtype(top, m));
     }
+  } else if (*type == "llama4") {
+    // Llama4ForConditionalGeneration: the text tower in text_config; the vision encoder is
+    // not counted (text training and serving leave it out or frozen).
+    YAML::Node text = node["text_config"];
+    if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
+    SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
+    node = text;
+    type = "llama4_text";
+    if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
+      Reader top{doc, root};
+      SP_RETURN_IF_ERROR(ReadDtype(top, m));
+    }
   }
   // Encoder-decoder models have a second stack, cross-attention and two sequence lengths;
   // counting them as a decoder would give a wrong answer, so say they are not supported.
@@ -519,6 +628,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
   } else if (*type == "mpt") {
     SP_RETURN_IF_ERROR(ReadMpt(r, d, m));
+  } else if (*type == "falcon") {
+    SP_RETURN_IF_ERROR(ReadFalcon(r, d, m));
   } else {
     SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
   }
@@ -550,6 +661,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 128, 8, 768));
   } else if (*type == "deepseek_v3" || *type == "deepseek_v2") {
     SP_RETURN_IF_ERROR(ReadDeepseek(r, m, *type == "deepseek_v2"));
+  } else if (*type == "llama4_text") {
+    SP_RETURN_IF_ERROR(ReadLlama4(r, m));
   }
   if (*type == "gemma3_text") {
     SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));

@@ -23,7 +23,7 @@ class Out {
 void Common(Out& o, const ModelSpec& m) {
   o.Key("vocab_size", m.vocab);
   o.Key("hidden_size", m.hidden);
-  o.Key("intermediate_size", m.intermediate);
+  o.Key("intermediate_size", m.model_type == "llama4_text" ? m.expert_intermediate : m.intermediate);
   o.Key("num_hidden_layers", m.layers);
   o.Key("num_attention_heads", m.heads);
   o.Key("num_key_value_heads", m.kv_heads);
@@ -120,6 +120,27 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("max_seq_len", m.max_positions);
     o.Key("expansion_ratio", m.intermediate / m.hidden);
     o.Bool("no_bias", !m.norm_bias);
+  } else if (t == "falcon") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("ffn_hidden_size", m.intermediate);
+    o.Key("num_hidden_layers", m.layers);
+    o.Key("num_attention_heads", m.heads);
+    o.Key("max_position_embeddings", m.max_positions);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    o.Bool("bias", m.qkv_bias);
+    o.Bool("alibi", m.position == PositionKind::kAlibi);
+    // The older layout when it says it all (one KV head or all of them; one norm when
+    // parallel, two when not), else the new one with its KV heads and norms.
+    const bool old_arch = (m.kv_heads == 1 || m.kv_heads == m.heads) && m.norms_per_layer == (m.parallel_residual ? 1 : 2);
+    o.Bool("new_decoder_architecture", !old_arch);
+    if (old_arch) {
+      o.Bool("multi_query", m.kv_heads == 1 && m.heads != 1);
+      o.Bool("parallel_attn", m.parallel_residual);
+    } else {
+      o.Key("num_kv_heads", m.kv_heads);
+      o.Key("num_ln_in_parallel_attn", m.norms_per_layer);
+    }
   } else {
     Common(o, m);
   }
@@ -161,6 +182,17 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("num_nextn_predict_layers", m.mtp_layers);
   }
   if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);
+  if (t == "llama4_text") {
+    // intermediate_size (written by Common as the dense MLP's) is the expert's here.
+    o.Key("intermediate_size_mlp", m.intermediate);
+    o.Key("num_local_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    std::string list = "[";
+    for (size_t i = 0; i < m.moe_layer.size(); ++i)
+      if (m.moe_layer[i]) list += (list.size() > 1 ? ", " : "") + std::to_string(i);
+    o.Key("moe_layers", list + "]");
+    if (m.sliding_window > 0 && m.sliding_window_pattern == 4) o.Key("attention_chunk_size", m.sliding_window);
+  }
   std::string out = o.str();
   if (m.quant.quantized()) {
     std::ostringstream q;

@@ -220,6 +220,123 @@ TEST(Families, Gemma3NestedTextConfig) {
   EXPECT_EQ(m->dtype, Dtype::kBf16);
 }
 
+// Llama 4 (modeling_llama4.py, text tower of Llama4ForConditionalGeneration; the vision
+// encoder is not counted). Scout: 48 layers, all MoE with 16 experts of 8192 (fused gate_up
+// 5120 x 16384 and down 8192 x 5120 each), a bias-free router 5120 x 16 and a shared expert
+// of 8192; attention q/o 5120 x 5120, k/v 5120 x 1024; two RMSNorms; untied 202048 x 5120
+// embedding and head. Total 107,769,861,120 and 17,172,894,720 active, the "17B active" of
+// the model card; Maverick (128 experts on every second layer, dense MLP of 16384 between)
+// 400,711,848,960 and 17,184,691,200: "400B total, 17B active".
+TEST(Families, Llama4ScoutAndMaverick) {
+  const std::string text = R"("model_type":"llama4_text","hidden_size":5120,"intermediate_size":8192,
+    "intermediate_size_mlp":16384,"num_hidden_layers":48,"num_attention_heads":40,"num_key_value_heads":8,
+    "head_dim":128,"vocab_size":202048,"num_experts_per_tok":1,"attention_chunk_size":8192,
+    "tie_word_embeddings":false,"use_qk_norm":true)";
+  auto scout = FromJson(R"({"model_type":"llama4","torch_dtype":"bfloat16","text_config":{)" + text +
+                        R"(,"num_local_experts":16,"interleave_moe_layer_step":1},"vision_config":{"hidden_size":1408}})");
+  ASSERT_TRUE(scout.ok()) << scout.status().message();
+  const ParamCounts s = CountParams(*scout);
+  const int64_t attention = 2 * 5120LL * 5120 + 2 * 5120LL * 1024;
+  const int64_t expert = 3 * 5120LL * 8192;
+  EXPECT_EQ(s.attention, 48 * attention);
+  EXPECT_EQ(s.experts, 48 * 16 * expert);
+  EXPECT_EQ(s.shared_experts, 48 * expert);
+  EXPECT_EQ(s.router, 48 * 5120LL * 16);
+  EXPECT_EQ(s.total, 107'769'861'120);
+  EXPECT_EQ(s.active, 17'172'894'720);
+  EXPECT_EQ(scout->dtype, Dtype::kBf16);
+  EXPECT_EQ(scout->sliding_window, 8192);
+  auto maverick = FromJson(R"({"model_type":"llama4","text_config":{)" + text +
+                           R"(,"num_local_experts":128,"interleave_moe_layer_step":2}})");
+  ASSERT_TRUE(maverick.ok()) << maverick.status().message();
+  const ParamCounts mv = CountParams(*maverick);
+  EXPECT_EQ(maverick->moe_layer_count(), 24);
+  EXPECT_FALSE(maverick->is_moe_layer(0));
+  EXPECT_TRUE(maverick->is_moe_layer(1));
+  EXPECT_EQ(mv.mlp, 24 * 3 * 5120LL * 16384);
+  EXPECT_EQ(mv.total, 400'711'848'960);
+  EXPECT_EQ(mv.active, 17'184'691'200);
+  // An explicit moe_layers list wins over the step, and an index past the model is refused.
+  auto listed = FromJson(R"({"model_type":"llama4_text",)" + text.substr(text.find(',') + 1) +
+                         R"(,"num_local_experts":16,"moe_layers":[1,3,5]})");
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  EXPECT_EQ(listed->moe_layer_count(), 3);
+  auto bad = FromJson(R"({"model_type":"llama4_text",)" + text.substr(text.find(',') + 1) + R"(,"moe_layers":[48]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("moe_layers: expected a layer index from 0 to 47"), std::string::npos)
+      << bad.status().message();
+}
+
+// Nemotron-4 340B (NemotronConfig, modeling_nemotron.py): 96 layers of q/o 18432 x 18432,
+// k/v 18432 x 1536, an up/down squared-ReLU MLP of 73728 without a gate, two LayerNorm1P
+// with weight and bias; untied 256000 x 18432 embedding and head: 341,029,195,776, the
+// "340B" of its report.
+TEST(Families, Nemotron4) {
+  auto m = FromJson(R"({"model_type":"nemotron","hidden_size":18432,"intermediate_size":73728,
+    "num_hidden_layers":96,"num_attention_heads":96,"num_key_value_heads":8,"head_dim":192,"vocab_size":256000,
+    "hidden_act":"relu2","partial_rotary_factor":0.5,"tie_word_embeddings":false})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ParamCounts c = CountParams(*m);
+  EXPECT_EQ(c.mlp, 96 * 2 * 18432LL * 73728);
+  EXPECT_EQ(c.norms, (96 * 2 + 1) * 2 * 18432LL);
+  EXPECT_EQ(c.total, 341'029'195'776);
+  EXPECT_EQ(m->decoder_layer_class, "NemotronDecoderLayer");
+}
+
+// Falcon (modeling_falcon.py), module by module. 7B: one KV head (multi_query), query_key_value
+// 4544 x (71 + 2) x 64, dense 4544 x 4544, a 4h GELU MLP, one LayerNorm per parallel block,
+// no biases, the head tied to the 65024-row embedding: 6,921,720,704. 40B (new architecture,
+// older key names): 128 heads and 8 KV heads of 64, ln_attn and ln_mlp: 41,303,293,952.
+TEST(Families, Falcon) {
+  auto f7 = FromJson(R"({"model_type":"falcon","hidden_size":4544,"num_attention_heads":71,"num_hidden_layers":32,
+    "vocab_size":65024,"multi_query":true,"parallel_attn":true,"bias":false,"new_decoder_architecture":false,
+    "torch_dtype":"bfloat16"})");
+  ASSERT_TRUE(f7.ok()) << f7.status().message();
+  const int64_t layer7 = 4544LL * 73 * 64 + 4544LL * 4544 + 2 * 4544LL * 18176 + 2 * 4544;
+  EXPECT_EQ(CountParams(*f7).total, 32 * layer7 + 65024LL * 4544 + 2 * 4544);
+  EXPECT_EQ(CountParams(*f7).total, 6'921'720'704);
+  EXPECT_EQ(f7->kv_heads, 1);
+  EXPECT_TRUE(f7->parallel_residual);
+  auto f40 = FromJson(R"({"model_type":"falcon","hidden_size":8192,"n_head":128,"n_head_kv":8,"n_layer":60,
+    "vocab_size":65024,"new_decoder_architecture":true,"parallel_attn":true,"bias":false})");
+  ASSERT_TRUE(f40.ok()) << f40.status().message();
+  EXPECT_EQ(f40->kv_heads, 8);
+  EXPECT_EQ(f40->norms_per_layer, 2);
+  EXPECT_EQ(CountParams(*f40).total, 41'303'293'952);
+  // The writer's keys read back to the same spec, old and new layouts alike, and a sequential
+  // block with biases and ALiBi (falcon-rw).
+  auto rw = FromJson(R"({"model_type":"falcon","hidden_size":2048,"num_attention_heads":32,"num_hidden_layers":24,
+    "vocab_size":50304,"multi_query":false,"parallel_attn":false,"bias":true,"alibi":true})");
+  ASSERT_TRUE(rw.ok()) << rw.status().message();
+  EXPECT_EQ(rw->norms_per_layer, 2);
+  for (const ModelSpec& m : {*f7, *f40, *rw}) {
+    auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
+    ASSERT_TRUE(doc.ok());
+    auto back = ParseModel(*doc, m.name);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
+  }
+}
+
+// plan.yaml writes a model as config keys: the two families read back to the same spec
+// (Llama 4's intermediate_size is the expert's, its dense MLP intermediate_size_mlp).
+TEST(Families, Llama4AndNemotronWriteBack) {
+  for (const std::string json :
+       {std::string(R"({"model_type":"llama4","text_config":{"hidden_size":512,"intermediate_size":256,
+          "intermediate_size_mlp":1024,"num_hidden_layers":4,"num_attention_heads":8,"num_key_value_heads":2,
+          "head_dim":64,"vocab_size":1000,"num_local_experts":4,"interleave_moe_layer_step":2,"attention_chunk_size":128}})"),
+        std::string(R"({"model_type":"nemotron","hidden_size":512,"intermediate_size":2048,"num_hidden_layers":3,
+          "num_attention_heads":8,"num_key_value_heads":2,"vocab_size":1000})")}) {
+    auto m = FromJson(json);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto doc = Document::Parse("model.yaml", ModelToYaml(*m, 0));
+    ASSERT_TRUE(doc.ok()) << doc.status().message();
+    auto back = ParseModel(*doc, m->name);
+    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(*m, 0);
+    EXPECT_EQ(*back, *m) << ModelToYaml(*m, 0);
+  }
+}
+
 // Gemma-3-1B is text-only (gemma3_text, vocab 262144): 999,885,952.
 TEST(Families, Gemma3Text1b) {
   auto m = FromJson(R"({"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,"num_hidden_layers":26,
