@@ -232,7 +232,9 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
   for (const auto& [written, key] : {std::pair{"GB200", "gb200-186gb"},
                                      std::pair{"RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-96gb"},
                                      std::pair{"GB300", "gb300-288gb"}, std::pair{"B300", "b300-288gb"},
-                                     std::pair{"NVIDIA B300 SXM6 AC", "b300-288gb"}}) {
+                                     std::pair{"NVIDIA B300 SXM6 AC", "b300-288gb"}, std::pair{"L40", "l40-48gb"},
+                                     std::pair{"A10", "a10-24gb"}, std::pair{"H20", "h20-96gb"},
+                                     std::pair{"RTX 5090", "rtx-5090-32gb"}}) {
     auto d = Document::Parse("c.yaml", std::string("gpus_per_node: 4\ngpu: ") + written + "\n");
     ASSERT_TRUE(d.ok());
     auto g = ParseCluster(*d);
