@@ -139,8 +139,13 @@ bool MapLayout(const Fields& f, PublicCase& pc) {
     if (const auto fw = kFrameworks.find(f.repo); fw != kFrameworks.end()) framework = fw->second;
     else if (!f.repo.empty()) return Skip(pc, "no framework known for source " + f.repo);
     else pc.assumed.push_back("framework torchtitan (the paper's FSDP + TP + PP stack)");
-    // torchtune's recipes (pure bf16, chunked loss) are its own: name the stack, not the engine.
-    out.Put("framework", f.repo == "pytorch/torchtune" ? std::string("torchtune") : std::string(FrameworkName(framework)));
+    // torchtune's recipes (pure bf16, chunked loss) and NeMo's and Megatron-Bridge's
+    // (bf16 main grads, SP and TP overlap) are their own: name the stack, not the engine.
+    std::string stack(FrameworkName(framework));
+    if (f.repo == "pytorch/torchtune") stack = "torchtune";
+    if (f.repo == "NVIDIA/NeMo") stack = "nemo";
+    if (f.repo == "NVIDIA-NeMo/Megatron-Bridge") stack = "megatron-bridge";
+    out.Put("framework", stack);
     if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
     out.Put("ac", MapRecompute(f, pc));
     MapBatch(l, dp, pc, out);
