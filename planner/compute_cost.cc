@@ -103,8 +103,9 @@ double PowerClockFactor(const GpuSpec& g) {
 
 // SMs from the dense 16-bit peak over the architecture's per-SM tensor rate at boost clock
 // (datasheets: V100 125 TF / 80 SMs, A100 312 / 108, A6000 154.8 / 84, L40S 362 / 142,
-// H100 SXM 989.4 / 132, B200 2250 / 148). GpuSpec carries no SM count.
+// H100 SXM 989.4 / 132, B200 2250 / 148) when the catalog does not give the count.
 double SmCount(const GpuSpec& g) {
+  if (g.sms > 0) return g.sms;
   const int cc = g.compute_capability;
   const double per_sm = cc >= 100 ? 15.2e12 : cc >= 90 ? 7.5e12 : cc >= 89 ? 2.55e12 : cc >= 86 ? 1.84e12
                         : cc >= 80 ? 2.89e12 : 1.56e12;

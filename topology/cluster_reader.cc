@@ -101,6 +101,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
           if (gpu["nvlink_domain"].IsDefined()) c.gpu.nvlink_domain = stated.nvlink_domain;
           if (gpu["nic_bandwidth"].IsDefined()) c.gpu.nic_bandwidth = stated.nic_bandwidth;
+          if (gpu["sms"].IsDefined()) c.gpu.sms = stated.sms;
           tdp_of = *key;
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
         }

@@ -24,6 +24,7 @@ struct GpuSpec {
   double power_limit_watts = 0;      // the limit the cards run under (nvidia-smi -pl); 0 = the TDP
   int nvlink_domain = 0;             // GPUs one NVLink fabric joins as the system ships (GB200 NVL72: 72); 0 = a node
   double nic_bandwidth = 0;          // network per GPU in the system the GPU ships in, bytes/s one direction; 0 = unknown
+  int sms = 0;                       // streaming multiprocessors; 0 = unknown (estimated from the peak)
   bool operator==(const GpuSpec&) const = default;
 };
 

@@ -82,6 +82,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.power_limit_watts != c.power_limit_watts) d.push_back("power_limit");
   if (g.nvlink_domain != c.nvlink_domain) d.push_back("nvlink_domain");
   if (g.nic_bandwidth != c.nic_bandwidth) d.push_back("nic_bandwidth");
+  if (g.sms != c.sms) d.push_back("sms");
   return d;
 }
 
@@ -118,6 +119,7 @@ std::string WriteGpu(const GpuSpec& g) {
   if (g.nvlink_domain > 0) out += Commented("  nvlink_domain: " + std::to_string(g.nvlink_domain), "GPUs one NVLink fabric joins");
   if (g.nic_bandwidth > 0)
     out += Commented("  nic_bandwidth: " + YamlBitRate(g.nic_bandwidth), "network per GPU as the system ships");
+  if (g.sms > 0) out += Commented("  sms: " + std::to_string(g.sms), "streaming multiprocessors");
   return out;
 }
 

@@ -62,7 +62,8 @@ bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
          Close(a.bf16_flops, b.bf16_flops) && Close(a.fp16_flops, b.fp16_flops) && Close(a.fp8_flops, b.fp8_flops) &&
          Close(a.fp32_flops, b.fp32_flops) && Close(a.memory_bandwidth, b.memory_bandwidth) &&
          Close(a.tdp_watts, b.tdp_watts) && Close(a.power_limit_watts, b.power_limit_watts) &&
-         Close(a.nvlink_bandwidth, b.nvlink_bandwidth) && a.compute_capability == b.compute_capability;
+         Close(a.nvlink_bandwidth, b.nvlink_bandwidth) && a.compute_capability == b.compute_capability &&
+         a.nvlink_domain == b.nvlink_domain && Close(a.nic_bandwidth, b.nic_bandwidth) && a.sms == b.sms;
 }
 
 bool SameLink(const LinkSpec& a, const LinkSpec& b) {

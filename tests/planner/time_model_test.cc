@@ -10,6 +10,8 @@
 #include <numeric>
 
 #include "planner/collectives.h"
+#include "planner/compute_cost.h"
+#include "topology/gpu_catalog.h"
 
 namespace shardplan {
 namespace {
@@ -110,6 +112,20 @@ double RawTerm(const TimeEstimate& t, std::string_view name) {
     if (term.name == name) return term.raw_seconds;
   ADD_FAILURE() << "no term " << name;
   return -1;
+}
+
+// The GEMM wave model runs on the card's SM count: the catalog's where it gives one (GeForce
+// cards run FP32-accumulate tensor math at half rate, so their peak would halve an estimate:
+// RTX 5090 170 SMs, RTX 4090 128), else the peak over the architecture's per-SM rate.
+TEST(Hardware, SmCountFromTheCatalog) {
+  auto rtx5090 = CatalogGpu("rtx-5090-32gb");
+  ASSERT_TRUE(rtx5090.ok()) << rtx5090.status().message();
+  EXPECT_DOUBLE_EQ(HardwareFor(*rtx5090, Dtype::kBf16).sms, 170);
+  auto rtx4090 = CatalogGpu("rtx-4090-24gb");
+  ASSERT_TRUE(rtx4090.ok());
+  EXPECT_DOUBLE_EQ(HardwareFor(*rtx4090, Dtype::kBf16).sms, 128);
+  GpuSpec h100 = H100();  // no count given: 989.4 TF over 7.5 TF per Hopper SM
+  EXPECT_DOUBLE_EQ(HardwareFor(h100, Dtype::kBf16).sms, 132);
 }
 
 // ---- FLOPs per token ----
