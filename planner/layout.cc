@@ -50,7 +50,11 @@ std::string CanonicalKey(const std::string& key) {
       {"offload_optimizer_device", "offload_optimizer"}, {"offload_param_device", "offload_params"},
       {"offload_param", "offload_params"}, {"train_micro_batch_size_per_gpu", "mbs"},
       {"micro_batch_size_per_gpu", "mbs"}, {"local_batch_size", "mbs"}, {"gradient_accumulation", "grad_accum"},
-      {"activation_checkpoint", "ac"}, {"pipeline_parallel_schedule", "pp_schedule"}, {"schedule", "pp_schedule"}};
+      {"activation_checkpoint", "ac"}, {"pipeline_parallel_schedule", "pp_schedule"}, {"schedule", "pp_schedule"},
+      // torchtitan's [parallelism] degrees (dp_shard and dp_replicate are read in ParseLayout).
+      {"tensor_parallel_degree", "tp"}, {"pipeline_parallel_degree", "pp"}, {"context_parallel_degree", "cp"},
+      {"expert_parallel_degree", "ep"}, {"expert_tensor_parallel_degree", "etp"},
+      {"data_parallel_shard_degree", "dp_shard"}, {"data_parallel_replicate_degree", "dp_replicate"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }
@@ -60,6 +64,7 @@ std::string CanonicalRecompute(const std::string& v) {
   const std::string l = Lower(v);
   if (l == "true" || l == "on" || l == "yes" || l == "1") return "full";
   if (l == "false" || l == "off" || l == "no" || l == "0") return "none";
+  if (l == "op") return "selective";  // torchtitan's selective_ac_option = "op"
   return l;
 }
 
@@ -372,6 +377,10 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
   Layout l;
   bool zero_set = false;
   std::map<std::string, std::string> items;  // key -> the item as written, for errors
+  // torchtitan's data-parallel mesh: dp_shard ranks shard (FSDP) and dp_replicate groups of
+  // them replicate (HSDP); dp_shard -1 takes the GPUs left. fsdp=N is an FSDP degree.
+  int dp_shard = 0, dp_replicate = 0;
+  std::string mesh_items;
   for (const std::string& raw : Split(text, ',')) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
@@ -380,6 +389,16 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
     if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + item + "\" (no key before '=')");
     key = CanonicalKey(key);
+    if (key == "dp_shard" || key == "dp_replicate" || key == "fsdp") {
+      if (key == "dp_shard" && value == "-1") {
+        dp_shard = -1;
+      } else {
+        SP_ASSIGN_OR_RETURN(int n, ParseCount(key, value, 1));
+        (key == "dp_replicate" ? dp_replicate : dp_shard) = n;
+      }
+      mesh_items += (mesh_items.empty() ? "" : ",") + item;
+      continue;
+    }
     if (key == "ac") value = CanonicalRecompute(value);
     const KeyInfo* info = nullptr;
     for (const auto& k : kKeys)
@@ -397,6 +416,29 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     l.fixed |= info->bit;
     zero_set |= key == "zero";
     items[key] = item;
+  }
+  if (dp_shard != 0 || dp_replicate != 0) {
+    const int replicate = std::max(dp_replicate, 1);
+    if (dp_shard > 0) {
+      const int dp = dp_shard * replicate;
+      if ((l.fixed & kKeyDp) && l.dp != dp)
+        return Status::BadInput("--layout: " + mesh_items + " make dp " + Num(dp) + ", but " + items["dp"] + " is given");
+      l.dp = dp;
+      l.fixed |= kKeyDp;
+      items["dp"] = mesh_items;
+      if (dp_shard > 1 && replicate > 1) {
+        l.shard_group = dp_shard;
+        l.fixed |= kKeyShardGroup;
+      }
+    } else if (dp_shard < 0 && replicate > 1) {
+      return Status::BadInput("--layout: dp_shard=-1 with dp_replicate: give dp_shard as a number");
+    }
+    // Sharding ranks are FSDP (ZeRO-3); replicas alone (dp_shard=1) are DDP.
+    if (!zero_set) {
+      l.zero = dp_shard == 1 ? 0 : 3;
+      zero_set = true;
+      l.fixed |= kKeyZero;
+    }
   }
   if (!zero_set) l.zero = DefaultZero(l);
   SP_RETURN_IF_ERROR(CheckProducts(l, items));

@@ -279,6 +279,33 @@ TEST(Layout, KeyAliases) {
   EXPECT_EQ(ParseLayout("ac=off")->ac, Recompute::kNone);
 }
 
+// torchtitan's [parallelism] section as its users write it: data_parallel_shard_degree ranks
+// shard (FSDP) and data_parallel_replicate_degree groups of them replicate (HSDP).
+TEST(Layout, TorchtitanMeshDegrees) {
+  auto hsdp = ParseLayout("framework=torchtitan,dp_shard=8,dp_replicate=4,tensor_parallel_degree=2,ac=op");
+  ASSERT_TRUE(hsdp.ok()) << hsdp.status().message();
+  EXPECT_EQ(hsdp->dp, 32);
+  EXPECT_EQ(hsdp->shard_group, 8);
+  EXPECT_EQ(hsdp->zero, 3);
+  EXPECT_EQ(hsdp->tp, 2);
+  EXPECT_EQ(hsdp->ac, Recompute::kSelective);
+  auto ddp = ParseLayout("framework=torchtitan,data_parallel_shard_degree=1,data_parallel_replicate_degree=8");
+  ASSERT_TRUE(ddp.ok()) << ddp.status().message();
+  EXPECT_EQ(ddp->dp, 8);
+  EXPECT_EQ(ddp->zero, 0);
+  EXPECT_EQ(ddp->shard_group, 0);
+  auto fsdp = ParseLayout("framework=megatron,fsdp=16,tp=2");
+  ASSERT_TRUE(fsdp.ok()) << fsdp.status().message();
+  EXPECT_EQ(fsdp->dp, 16);
+  EXPECT_EQ(fsdp->zero, 3);
+  auto rest = ParseLayout("framework=torchtitan,dp_shard=-1,tp=8");  // the GPUs left: dp from the cluster
+  ASSERT_TRUE(rest.ok()) << rest.status().message();
+  EXPECT_EQ(rest->zero, 3);
+  EXPECT_FALSE(rest->fixed & kKeyDp);
+  const std::string clash = ParseLayout("dp=16,dp_shard=4,dp_replicate=2").status().message();
+  EXPECT_NE(clash.find("dp_shard=4,dp_replicate=2 make dp 8, but dp=16 is given"), std::string::npos) << clash;
+}
+
 // Megatron's --recompute-modules, '/'-separated inside the comma-separated layout.
 TEST(Layout, RecomputeModules) {
   auto l = ParseLayout("framework=megatron,ac=selective,ac_modules=moe_act/layernorm");
