@@ -33,6 +33,11 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
     return doc.ErrorAt(node["latency"], std::string(what) + ".latency: expected a time above 0 such as 2 us; "
                                                             "leave the key out for the default");
   if (lat) link.latency_s = *lat;
+  // Likewise a zero bandwidth: no collective can run on it, and the writer leaves it for the
+  // reader's default (fuzzing found `bandwidth: 00 GB/s` on PCIe read back as 25 GB/s).
+  if (bw && *bw <= 0 && link.fabric != "none")
+    return doc.ErrorAt(node["bandwidth"], std::string(what) + ".bandwidth: expected a rate above 0 such as 450 GB/s; "
+                                                              "say fabric: none for no link");
   if (nics) link.nics_per_node = static_cast<int>(*nics);
   // Zero NICs is a node with no network: only `fabric: none` says that (fuzzing found a
   // 1600 Gb/s link on 0 NICs, which the planner read as one NIC and the writer dropped).

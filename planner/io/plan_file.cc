@@ -45,11 +45,14 @@ std::string ClusterYaml(const ClusterSpec& c) {
   auto latency = [](const LinkSpec& l, bool none) {
     return l.latency_s > 0 || none ? ", latency: " + LatencyText(l.latency_s) : std::string();
   };
-  o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << ", bandwidth: " << BandwidthText(c.intra_node.bandwidth)
+  auto bandwidth = [](const LinkSpec& l, bool none) {
+    return l.bandwidth > 0 || none ? ", bandwidth: " + BandwidthText(l.bandwidth) : std::string();
+  };
+  o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << bandwidth(c.intra_node, c.intra_node.fabric == "none")
     << latency(c.intra_node, c.intra_node.fabric == "none");
   if (c.intra_node.domain > 0) o << ", domain: " << c.intra_node.domain;
   o << "}\n";
-  o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << ", bandwidth: " << BandwidthText(c.inter_node.bandwidth)
+  o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << bandwidth(c.inter_node, c.inter_node.fabric == "none")
     << ", nics_per_node: " << c.inter_node.nics_per_node << latency(c.inter_node, c.inter_node.fabric == "none") << "}\n";
   o << "  host: {memory: " << BytesText(c.host_memory_bytes) << ", pcie_bandwidth: " << BandwidthText(c.pcie_bandwidth) << "}\n";
   o << "  nvme: {capacity: " << BytesText(c.nvme_bytes) << ", bandwidth: " << BandwidthText(c.nvme_bandwidth) << "}\n";

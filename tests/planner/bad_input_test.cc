@@ -345,6 +345,10 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
                                        "intra_node: {fabric: nvlink, bandwidth: 300 GB/s, latency: 0 us}\n").message();
   EXPECT_NE(lat.find("cluster.yaml:3:"), std::string::npos) << lat;
   EXPECT_NE(lat.find("intra_node.latency: expected a time above 0"), std::string::npos) << lat;
+  const std::string bw = ClusterError("gpus_per_node: 1\ngpu: rtx-4090-24gb\n"
+                                      "intra_node: {fabric: pcie, bandwidth: 00 GB/s, latency: 5 us}\n").message();
+  EXPECT_NE(bw.find("cluster.yaml:3:"), std::string::npos) << bw;
+  EXPECT_NE(bw.find("intra_node.bandwidth: expected a rate above 0"), std::string::npos) << bw;
 }
 
 // Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, SFT,
