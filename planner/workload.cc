@@ -42,11 +42,14 @@ std::string_view OptimizerName(Optimizer o) { return NameOf(kOptimizers, o); }
 bool ParseTask(std::string_view written, Task* out) {
   // Any case, and the words sources use for the same runs.
   const std::string s = Spelling(written);
-  static const std::array<std::pair<std::string_view, Task>, 11> kSynonyms = {{
+  static const std::array<std::pair<std::string_view, Task>, 19> kSynonyms = {{
       {"pretraining", Task::kPretrain}, {"pre-training", Task::kPretrain}, {"pre-train", Task::kPretrain},
+      {"continued-pretraining", Task::kPretrain}, {"continual-pretraining", Task::kPretrain},
+      {"continued-pre-training", Task::kPretrain}, {"cpt", Task::kPretrain},
       {"sft", Task::kFinetune}, {"full", Task::kFinetune}, {"full-finetune", Task::kFinetune},
       {"fine-tune", Task::kFinetune}, {"finetuning", Task::kFinetune}, {"fine-tuning", Task::kFinetune},
-      {"serving", Task::kInference}, {"serve", Task::kInference}}};
+      {"full-fine-tuning", Task::kFinetune}, {"full-ft", Task::kFinetune}, {"instruction-tuning", Task::kFinetune},
+      {"instruction-finetuning", Task::kFinetune}, {"serving", Task::kInference}, {"serve", Task::kInference}}};
   for (const auto& [name, task] : kSynonyms)
     if (s == name) {
       *out = task;

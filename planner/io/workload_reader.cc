@@ -1,5 +1,8 @@
 #include "planner/io/workload_reader.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "planner/strings.h"
 
 namespace shardplan {
@@ -113,9 +116,30 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> task, doc.String(root, "task"));
-  if (task && !ParseTask(*task, &w.task))
+  if (task && !ParseTask(*task, &w.task)) {
+    // Preference and RL training hold more than one model (a frozen reference, a reward or
+    // value model) and paired or generated sequences: a different memory picture.
+    const std::string t = Lower(*task);
+    for (const char* rl : {"dpo", "orpo", "kto", "simpo", "ppo", "grpo", "rlhf", "rl"})
+      if (t == rl)
+        return doc.ErrorAt(root["task"], "task: \"" + *task + "\" is preference or RL training (a reference or reward model "
+                                         "beside the policy), which shardplan does not model; expected pretrain, finetune, "
+                                         "lora, qlora or inference");
     return doc.ErrorAt(root["task"], "task: expected pretrain, finetune, lora, qlora or inference, got \"" + *task + "\"");
-  SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, doc.Int(root, "seq_len", 1, int64_t{1} << 26));
+  }
+  // Sequence lengths as sources write them: 4096, or 4k / 128K (x 1024).
+  std::optional<int64_t> seq;
+  if (const YAML::Node s = root["seq_len"]; s.IsDefined() && s.IsScalar() && s.Scalar().size() > 1 &&
+                                            (s.Scalar().back() == 'k' || s.Scalar().back() == 'K')) {
+    const std::string digits = s.Scalar().substr(0, s.Scalar().size() - 1);
+    if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+      return doc.ErrorAt(s, "seq_len: expected tokens such as 4096 or 4k, got \"" + s.Scalar() + "\"");
+    seq = std::stoll(digits) * 1024;
+    if (*seq < 1 || *seq > (int64_t{1} << 26))
+      return doc.ErrorAt(s, "seq_len: expected tokens from 1 to 64M, got \"" + s.Scalar() + "\"");
+  } else {
+    SP_ASSIGN_OR_RETURN(seq, doc.Int(root, "seq_len", 1, int64_t{1} << 26));
+  }
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
   if (seq) w.seq_len = *seq;
   if (gb) w.global_batch = *gb;

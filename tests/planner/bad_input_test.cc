@@ -2,6 +2,8 @@
 // line and column, what was expected and what was found (issue: foundation, item 6).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -153,6 +155,31 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   doc = Document::Parse("w.yaml", "task: pretrian\n");
   w = ParseWorkload(*doc);
   EXPECT_NE(w.status().message().find("w.yaml:1:7: task: expected pretrain"), std::string::npos) << w.status().message();
+  // Preference training is named for what it lacks, not as a misspelling.
+  doc = Document::Parse("w.yaml", "task: DPO\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:1:7: task: \"DPO\" is preference or RL training"), std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\nseq_len: 4kb\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:2:10: seq_len: expected an integer"), std::string::npos) << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\nseq_len: 0k\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:2:10: seq_len: expected tokens from 1"), std::string::npos) << w.status().message();
+}
+
+// Sources write 4k and 128K for 4096 and 131072 tokens, and name the same runs their way.
+TEST(Workload, SourceSpellings) {
+  for (const auto& [text, seq, task] : {std::tuple{"task: continued-pretraining\nseq_len: 4k\n", 4096, Task::kPretrain},
+                                        std::tuple{"task: Instruction-Tuning\nseq_len: 128K\n", 131072, Task::kFinetune},
+                                        std::tuple{"task: CPT\nseq_len: 8192\n", 8192, Task::kPretrain}}) {
+    auto doc = Document::Parse("w.yaml", text);
+    ASSERT_TRUE(doc.ok());
+    auto w = ParseWorkload(*doc);
+    ASSERT_TRUE(w.ok()) << text << w.status().message();
+    EXPECT_EQ(w->seq_len, seq) << text;
+    EXPECT_EQ(w->task, task) << text;
+  }
 }
 
 // Encoder-decoder models are refused by name rather than miscounted as a decoder.
