@@ -393,8 +393,10 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       if (key == "dp_shard" && value == "-1") {
         dp_shard = -1;
       } else {
-        SP_ASSIGN_OR_RETURN(int n, ParseCount(key, value, 1));
-        (key == "dp_replicate" ? dp_replicate : dp_shard) = n;
+        StatusOr<int> n = ParseCount(key, value, 1);
+        // An empty value quotes nothing of the input: name the item as written.
+        if (!n.ok()) return value.empty() ? Status::BadInput(n.status().message() + " (\"" + item + "\")") : n.status();
+        (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
       mesh_items += (mesh_items.empty() ? "" : ",") + item;
       continue;
