@@ -424,7 +424,8 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     if (dp_shard > 0) {
       const int dp = dp_shard * replicate;
       if ((l.fixed & kKeyDp) && l.dp != dp)
-        return Status::BadInput("--layout: " + mesh_items + " make dp " + Num(dp) + ", but " + items["dp"] + " is given");
+        return Status::BadInput("--layout: dp_shard x dp_replicate make dp " + Num(dp) + ", but dp is " + Num(l.dp) +
+                                " (\"" + items["dp"] + "\")");
       l.dp = dp;
       l.fixed |= kKeyDp;
       items["dp"] = mesh_items;
@@ -433,7 +434,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         l.fixed |= kKeyShardGroup;
       }
     } else if (dp_shard < 0 && replicate > 1) {
-      return Status::BadInput("--layout: dp_shard=-1 with dp_replicate: give dp_shard as a number");
+      return Status::BadInput("--layout: dp_shard=-1 with dp_replicate: give dp_shard as a number (\"" + mesh_items + "\")");
     }
     // Sharding ranks are FSDP (ZeRO-3); replicas alone (dp_shard=1) are DDP.
     if (!zero_set) {

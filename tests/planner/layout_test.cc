@@ -303,7 +303,7 @@ TEST(Layout, TorchtitanMeshDegrees) {
   EXPECT_EQ(rest->zero, 3);
   EXPECT_FALSE(rest->fixed & kKeyDp);
   const std::string clash = ParseLayout("dp=16,dp_shard=4,dp_replicate=2").status().message();
-  EXPECT_NE(clash.find("dp_shard=4,dp_replicate=2 make dp 8, but dp=16 is given"), std::string::npos) << clash;
+  EXPECT_NE(clash.find("dp_shard x dp_replicate make dp 8, but dp is 16 (\"dp=16\")"), std::string::npos) << clash;
 }
 
 // Megatron's --recompute-modules, '/'-separated inside the comma-separated layout.
