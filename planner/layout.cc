@@ -389,13 +389,14 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
     if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + item + "\" (no key before '=')");
     key = CanonicalKey(key);
+    // An empty value quotes nothing of the input: name the item as written.
+    auto quoted = [&](const Status& s) { return value.empty() ? Status::BadInput(s.message() + " (\"" + item + "\")") : s; };
     if (key == "dp_shard" || key == "dp_replicate" || key == "fsdp") {
       if (key == "dp_shard" && value == "-1") {
         dp_shard = -1;
       } else {
         StatusOr<int> n = ParseCount(key, value, 1);
-        // An empty value quotes nothing of the input: name the item as written.
-        if (!n.ok()) return value.empty() ? Status::BadInput(n.status().message() + " (\"" + item + "\")") : n.status();
+        if (!n.ok()) return quoted(n.status());
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
       mesh_items += (mesh_items.empty() ? "" : ",") + item;
@@ -410,11 +411,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       return Status::BadInput("--layout: unknown key '" + key + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
                               " (keys: " + Join(KeyNames()) + ")");
     }
-    if (Status set = SetKey(l, key, value); !set.ok()) {
-      // An empty value quotes nothing of the input: name the item as written.
-      if (value.empty()) return Status::BadInput(set.message() + " (\"" + item + "\")");
-      return set;
-    }
+    if (Status set = SetKey(l, key, value); !set.ok()) return quoted(set);
     l.fixed |= info->bit;
     zero_set |= key == "zero";
     items[key] = item;

@@ -25,19 +25,18 @@ Status ReadLink(const Document& doc, const YAML::Node& node, const char* what, b
   if (fabric && fabric->empty())  // `fabric: !tag` or `fabric: ""`: no name to plan with
     return doc.ErrorAt(node["fabric"], std::string(what) + ".fabric: expected a name such as nvlink, infiniband or roce");
   if (fabric) link.fabric = *fabric;
+  // The planner and the writers read a zero latency or bandwidth as "not given", so a stated
+  // 0 on a real link would plan with the default the file never said (fuzzing found
+  // `latency: 0 us` on NVLink read back as 2 us, `bandwidth: 00 GB/s` on PCIe as 25 GB/s).
+  auto positive = [&](const std::optional<double>& v, const char* key, const std::string& expected) -> Status {
+    if (v && *v <= 0 && link.fabric != "none")
+      return doc.ErrorAt(node[key], std::string(what) + "." + key + ": expected " + expected);
+    return Status::Ok();
+  };
+  SP_RETURN_IF_ERROR(positive(lat, "latency", "a time above 0 such as 2 us; leave the key out for the default"));
+  SP_RETURN_IF_ERROR(positive(bw, "bandwidth", "a rate above 0 such as 450 GB/s; say fabric: none for no link"));
   if (bw) link.bandwidth = *bw;
-  // The planner reads a zero latency as "not given" and substitutes its own alpha, so a
-  // stated 0 on a real link would plan with a figure the file never said (fuzzing found
-  // `latency: 0 us` on NVLink written back as nothing and read again as 2 us).
-  if (lat && *lat <= 0 && link.fabric != "none")
-    return doc.ErrorAt(node["latency"], std::string(what) + ".latency: expected a time above 0 such as 2 us; "
-                                                            "leave the key out for the default");
   if (lat) link.latency_s = *lat;
-  // Likewise a zero bandwidth: no collective can run on it, and the writer leaves it for the
-  // reader's default (fuzzing found `bandwidth: 00 GB/s` on PCIe read back as 25 GB/s).
-  if (bw && *bw <= 0 && link.fabric != "none")
-    return doc.ErrorAt(node["bandwidth"], std::string(what) + ".bandwidth: expected a rate above 0 such as 450 GB/s; "
-                                                              "say fabric: none for no link");
   if (nics) link.nics_per_node = static_cast<int>(*nics);
   // Zero NICs is a node with no network: only `fabric: none` says that (fuzzing found a
   // 1600 Gb/s link on 0 NICs, which the planner read as one NIC and the writer dropped).
@@ -118,11 +117,8 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
                                                ShortestNumber(c.gpu.tdp_watts) + " W)");
   c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
   if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
-  // One NIC per GPU at the rate of the system the GPU ships in (DGX A100: 200 Gb/s HDR,
-  // DGX H100/B200: 400 Gb/s NDR, HGX B300 and GB300: 800 Gb/s ConnectX-8); 400 Gb/s when
-  // the catalog does not say.
-  const double nic = c.gpu.nic_bandwidth > 0 ? c.gpu.nic_bandwidth : 400e9 / 8;
-  c.inter_node = {"infiniband", nic, 5e-6, c.gpus_per_node};
+  // One NIC per GPU at the rate of the system the GPU ships in.
+  c.inter_node = {"infiniband", ShippedNicBandwidth(c.gpu), 5e-6, c.gpus_per_node};
   SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
   // A system whose NVLink fabric spans trays (GB200 NVL72: 18 trays of 4 GPUs on one NVLink
   // switch fabric) ships that way: its collectives inside the domain never touch a NIC.

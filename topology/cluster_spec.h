@@ -45,6 +45,11 @@ inline int ShippedNvlinkDomain(const GpuSpec& gpu, int gpus_per_node) {
   return spans ? gpu.nvlink_domain : 0;
 }
 
+// The network per GPU `gpu` ships with (its catalog nic_bandwidth: DGX A100 200 Gb/s HDR,
+// DGX H100/B200 400 Gb/s NDR, HGX B300 and GB300 800 Gb/s ConnectX-8); the DGX H100's
+// ConnectX-7 NDR, 400 Gb/s, when the catalog does not say.
+inline double ShippedNicBandwidth(const GpuSpec& gpu) { return gpu.nic_bandwidth > 0 ? gpu.nic_bandwidth : 400e9 / 8; }
+
 struct ClusterSpec {
   std::string name;
   int nodes = 1;

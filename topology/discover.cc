@@ -104,7 +104,6 @@ std::string GbPerS(double bytes_per_s) {
   return buf;
 }
 
-
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::BadInput(path + ": cannot read: " + std::strerror(errno));

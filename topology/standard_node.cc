@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "planner/io/document.h"
+#include "topology/cluster_writer.h"
 
 namespace shardplan {
 
@@ -20,15 +20,13 @@ ClusterSpec StandardNode(const GpuSpec& gpu) {
   // A GPU sold in a rack-scale NVLink domain (GB200 NVL72) keeps it across nodes.
   c.intra_node.domain = ShippedNvlinkDomain(gpu, c.gpus_per_node);
   const bool domain = c.intra_node.domain > 0;
-  // One NIC per GPU at the rate the GPU's systems ship with (configs/gpus.yaml
-  // nic_bandwidth): ConnectX-7 NDR 400 Gb/s in the DGX H100 when the catalog does not say.
-  const double nic = gpu.nic_bandwidth > 0 ? gpu.nic_bandwidth : 400e9 / 8;
-  c.inter_node = {"infiniband", nic, 5e-6, 8};
+  // One NIC per GPU at the rate the GPU's systems ship with.
+  c.inter_node = {"infiniband", ShippedNicBandwidth(gpu), 5e-6, 8};
   c.host_memory_bytes = int64_t{2} << 40;  // 2 TiB per node (DGX H100, DGX B200: 2 TB / 4 TB)
   c.pcie_bandwidth = pcie;
   c.assumed.push_back("node: 8 x " + gpu.name + (gpu.nvlink_bandwidth > 0 ? " on NVLink" : " on PCIe") +
                       (domain ? " (one " + std::to_string(gpu.nvlink_domain) + "-GPU NVLink domain across nodes)" : "") +
-                      ", 8 x " + ShortestNumber(nic * 8 / 1e9) + " Gb/s InfiniBand, 2 TiB host memory (the standard node; --cluster names another)");
+                      ", 8 x " + YamlBitRate(c.inter_node.bandwidth) + " InfiniBand, 2 TiB host memory (the standard node; --cluster names another)");
   return c;
 }
 

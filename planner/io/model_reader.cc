@@ -58,6 +58,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
   return t;
 }
 
+// Multimodal wrappers (Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration) nest
+// the text tower in text_config, which HF writes sparsely; the vision encoder is not counted
+// (text training and serving leave it out or frozen).
+const std::map<std::string, std::string> kTextTowers = {{"gemma3", "gemma3_text"}, {"llama4", "llama4_text"}};
+
 // Keys we read, per naming scheme; used to catch misspellings.
 const std::vector<std::string> kCommonKeys = {
     "model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
@@ -142,23 +147,35 @@ Status ReadCommon(const Reader& r, const Defaults& d, ModelSpec& m) {
 
 void MarkAllMoe(ModelSpec& m) { m.moe_layer.assign(static_cast<size_t>(m.layers), true); }
 
+// A list of layer indices (mlp_only_layers, moe_layers); with `layers` > 0 each must name one
+// of the model's layers.
+StatusOr<std::vector<int64_t>> ReadLayerList(const Reader& r, const char* key, int64_t layers) {
+  std::vector<int64_t> out;
+  if (!r.Has(key)) return out;
+  const YAML::Node list = r.node[key];
+  if (!list.IsSequence()) return r.doc.ErrorAt(list, std::string(key) + ": expected a list of layer indices");
+  const std::string expected = layers > 0 ? "a layer index from 0 to " + std::to_string(layers - 1) : "a layer index";
+  for (const auto& item : list) {
+    int64_t l = -1;
+    bool parsed = true;
+    try {
+      l = item.as<int64_t>();
+    } catch (const YAML::Exception&) {
+      parsed = false;
+    }
+    if (!parsed || (layers > 0 && (l < 0 || l >= layers)))
+      return r.doc.ErrorAt(item, std::string(key) + ": expected " + expected + ", got \"" + item.Scalar() + "\"");
+    out.push_back(l);
+  }
+  return out;
+}
+
 Status ReadQwenMoe(const Reader& r, ModelSpec& m, int64_t experts, int64_t topk, int64_t moe_inter) {
   SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", experts, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", topk, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", moe_inter, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(int64_t step, r.Int("decoder_sparse_step", 1, 1, kMaxLayers));
-  std::vector<int64_t> mlp_only;
-  if (r.Has("mlp_only_layers")) {
-    const YAML::Node list = r.node["mlp_only_layers"];
-    if (!list.IsSequence()) return r.doc.ErrorAt(list, "mlp_only_layers: expected a list of layer indices");
-    for (const auto& item : list) {
-      try {
-        mlp_only.push_back(item.as<int64_t>());
-      } catch (const YAML::Exception&) {
-        return r.doc.ErrorAt(item, "mlp_only_layers: expected a layer index, got \"" + item.Scalar() + "\"");
-      }
-    }
-  }
+  SP_ASSIGN_OR_RETURN(std::vector<int64_t> mlp_only, ReadLayerList(r, "mlp_only_layers", 0));
   // transformers: MoE where layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = 0; l < m.layers; ++l)
@@ -211,23 +228,10 @@ Status ReadLlama4(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size_mlp", 16384, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(int64_t step, r.Int("interleave_moe_layer_step", 1, 1, kMaxLayers));
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
-  if (r.Has("moe_layers")) {
-    const YAML::Node list = r.node["moe_layers"];
-    if (!list.IsSequence()) return r.doc.ErrorAt(list, "moe_layers: expected a list of layer indices");
-    for (const auto& item : list) {
-      int64_t l = -1;
-      try {
-        l = item.as<int64_t>();
-      } catch (const YAML::Exception&) {
-      }
-      if (l < 0 || l >= m.layers)
-        return r.doc.ErrorAt(item, "moe_layers: expected a layer index from 0 to " + std::to_string(m.layers - 1) +
-                                       ", got \"" + item.Scalar() + "\"");
-      m.moe_layer[static_cast<size_t>(l)] = true;
-    }
-  } else {
-    for (int64_t l = step - 1; l < m.layers; l += step) m.moe_layer[static_cast<size_t>(l)] = true;
-  }
+  SP_ASSIGN_OR_RETURN(std::vector<int64_t> listed, ReadLayerList(r, "moe_layers", m.layers));
+  if (!r.Has("moe_layers"))
+    for (int64_t l = step - 1; l < m.layers; l += step) listed.push_back(l);
+  for (int64_t l : listed) m.moe_layer[static_cast<size_t>(l)] = true;
   if (r.Has("attention_chunk_size")) {
     SP_ASSIGN_OR_RETURN(m.sliding_window, r.Int("attention_chunk_size", 0, 1, int64_t{1} << 34));
     m.sliding_window_pattern = 4;  // no_rope_layer_interval: every 4th layer global
@@ -384,8 +388,7 @@ const std::vector<std::string>& SupportedModelTypes() {
   static const std::vector<std::string> types = [] {
     std::vector<std::string> v;
     for (const auto& [k, _] : DefaultsTable()) v.push_back(k);
-    v.push_back("gemma3");
-    v.push_back("llama4");
+    for (const auto& [wrapper, _] : kTextTowers) v.push_back(wrapper);
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -574,25 +577,12 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   }
   ModelSpec m;
   m.name = display_name;
-  if (*type == "gemma3") {
-    // Gemma3ForConditionalGeneration nests the text tower; HF writes it sparsely.
+  if (const auto tower = kTextTowers.find(*type); tower != kTextTowers.end()) {
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
     node = text;
-    type = "gemma3_text";
-    if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
-      Reader top{doc, root};
-      SP_RETURN_IF_ERROR(ReadDtype(top, m));
-    }
-  } else if (*type == "llama4") {
-    // Llama4ForConditionalGeneration: the text tower in text_config; the vision encoder is
-    // not counted (text training and serving leave it out or frozen).
-    YAML::Node text = node["text_config"];
-    if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
-    SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
-    node = text;
-    type = "llama4_text";
+    type = tower->second;
     if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
       Reader top{doc, root};
       SP_RETURN_IF_ERROR(ReadDtype(top, m));

@@ -35,11 +35,16 @@ void Common(Out& o, const ModelSpec& m) {
   if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);
 }
 
-void MoeLayers(Out& o, const ModelSpec& m) {
+// "[1, 3, 5]": the layers whose MLP is (`moe`) or is not an MoE block.
+std::string LayerList(const ModelSpec& m, bool moe) {
   std::string list = "[";
   for (size_t i = 0; i < m.moe_layer.size(); ++i)
-    if (!m.moe_layer[i]) list += (list.size() > 1 ? ", " : "") + std::to_string(i);
-  o.Key("mlp_only_layers", list + "]");
+    if (m.moe_layer[i] == moe) list += (list.size() > 1 ? ", " : "") + std::to_string(i);
+  return list + "]";
+}
+
+void MoeLayers(Out& o, const ModelSpec& m) {
+  o.Key("mlp_only_layers", LayerList(m, false));
   o.Key("decoder_sparse_step", 1);
 }
 
@@ -187,10 +192,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("intermediate_size_mlp", m.intermediate);
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
-    std::string list = "[";
-    for (size_t i = 0; i < m.moe_layer.size(); ++i)
-      if (m.moe_layer[i]) list += (list.size() > 1 ? ", " : "") + std::to_string(i);
-    o.Key("moe_layers", list + "]");
+    o.Key("moe_layers", LayerList(m, true));
     if (m.sliding_window > 0 && m.sliding_window_pattern == 4) o.Key("attention_chunk_size", m.sliding_window);
   }
   std::string out = o.str();

@@ -42,18 +42,16 @@ std::string ClusterYaml(const ClusterSpec& c) {
   o << "}\n";
   // A zero latency is one nobody measured (discovery leaves it so): left out, the reader's
   // default stands in, as it does for a cluster file.
-  auto latency = [](const LinkSpec& l, bool none) {
-    return l.latency_s > 0 || none ? ", latency: " + LatencyText(l.latency_s) : std::string();
+  auto known = [](const LinkSpec& l, const char* key, double v, const std::string& text) {
+    return v > 0 || l.fabric == "none" ? std::string(", ") + key + ": " + text : std::string();
   };
-  auto bandwidth = [](const LinkSpec& l, bool none) {
-    return l.bandwidth > 0 || none ? ", bandwidth: " + BandwidthText(l.bandwidth) : std::string();
-  };
-  o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << bandwidth(c.intra_node, c.intra_node.fabric == "none")
-    << latency(c.intra_node, c.intra_node.fabric == "none");
+  auto bandwidth = [&](const LinkSpec& l) { return known(l, "bandwidth", l.bandwidth, BandwidthText(l.bandwidth)); };
+  auto latency = [&](const LinkSpec& l) { return known(l, "latency", l.latency_s, LatencyText(l.latency_s)); };
+  o << "  intra_node: {fabric: " << YamlQuoted(c.intra_node.fabric) << bandwidth(c.intra_node) << latency(c.intra_node);
   if (c.intra_node.domain > 0) o << ", domain: " << c.intra_node.domain;
   o << "}\n";
-  o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << bandwidth(c.inter_node, c.inter_node.fabric == "none")
-    << ", nics_per_node: " << c.inter_node.nics_per_node << latency(c.inter_node, c.inter_node.fabric == "none") << "}\n";
+  o << "  inter_node: {fabric: " << YamlQuoted(c.inter_node.fabric) << bandwidth(c.inter_node)
+    << ", nics_per_node: " << c.inter_node.nics_per_node << latency(c.inter_node) << "}\n";
   o << "  host: {memory: " << BytesText(c.host_memory_bytes) << ", pcie_bandwidth: " << BandwidthText(c.pcie_bandwidth) << "}\n";
   o << "  nvme: {capacity: " << BytesText(c.nvme_bytes) << ", bandwidth: " << BandwidthText(c.nvme_bandwidth) << "}\n";
   return o.str();

@@ -97,6 +97,20 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   return Status::Ok();
 }
 
+// Sequence lengths as sources write them: 4096, or 4k / 128K (x 1024).
+StatusOr<std::optional<int64_t>> ReadSeqLen(const Document& doc, const YAML::Node& root) {
+  constexpr int64_t kMaxSeq = int64_t{1} << 26;
+  const YAML::Node s = root["seq_len"];
+  const bool k = s.IsDefined() && s.IsScalar() && s.Scalar().size() > 1 && (s.Scalar().back() == 'k' || s.Scalar().back() == 'K');
+  if (!k) return doc.Int(root, "seq_len", 1, kMaxSeq);
+  const std::string digits = s.Scalar().substr(0, s.Scalar().size() - 1);
+  if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return doc.ErrorAt(s, "seq_len: expected tokens such as 4096 or 4k, got \"" + s.Scalar() + "\"");
+  const int64_t seq = std::stoll(digits) * 1024;
+  if (seq < 1 || seq > kMaxSeq) return doc.ErrorAt(s, "seq_len: expected tokens from 1 to 64M, got \"" + s.Scalar() + "\"");
+  return std::optional<int64_t>(seq);
+}
+
 }  // namespace
 
 StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
@@ -127,19 +141,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                          "lora, qlora or inference");
     return doc.ErrorAt(root["task"], "task: expected pretrain, finetune, lora, qlora or inference, got \"" + *task + "\"");
   }
-  // Sequence lengths as sources write them: 4096, or 4k / 128K (x 1024).
-  std::optional<int64_t> seq;
-  if (const YAML::Node s = root["seq_len"]; s.IsDefined() && s.IsScalar() && s.Scalar().size() > 1 &&
-                                            (s.Scalar().back() == 'k' || s.Scalar().back() == 'K')) {
-    const std::string digits = s.Scalar().substr(0, s.Scalar().size() - 1);
-    if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-      return doc.ErrorAt(s, "seq_len: expected tokens such as 4096 or 4k, got \"" + s.Scalar() + "\"");
-    seq = std::stoll(digits) * 1024;
-    if (*seq < 1 || *seq > (int64_t{1} << 26))
-      return doc.ErrorAt(s, "seq_len: expected tokens from 1 to 64M, got \"" + s.Scalar() + "\"");
-  } else {
-    SP_ASSIGN_OR_RETURN(seq, doc.Int(root, "seq_len", 1, int64_t{1} << 26));
-  }
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, ReadSeqLen(doc, root));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
   if (seq) w.seq_len = *seq;
   if (gb) w.global_batch = *gb;
