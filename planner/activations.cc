@@ -14,7 +14,9 @@ namespace {
 // busiest rank's imbalance over perfectly balanced routing.
 constexpr double kMoeCapacity = defaults::kMoeImbalance;
 
-bool HfStyle(const Layout& l) { return l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed; }
+bool HfStyle(const Layout& l) {
+  return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
+}
 
 struct Dims {
   double s, b, h, t, sp_div;  // tokens per GPU (after CP), micro-batch, hidden, TP, divisor of replicated terms
@@ -30,7 +32,17 @@ struct Dims {
   double gi = 2;
 };
 
-// Attention block, flash (no s^2 term): memory-model.md 2.4.
+// What attention saves per micro-batch beyond its projections, before TP division: flash
+// keeps an fp32 log-sum-exp per head and token; the unfused softmax (Megatron's fused
+// scale-mask-softmax, no dropout) saves its bf16 output, 2 a s^2 b (memory-model.md 2.3). Each
+// rank's queries attend to the whole sequence under context parallelism.
+double ScoreBytes(const MemoryContext& ctx, const Dims& d) {
+  const double a = static_cast<double>(ctx.m.heads);
+  if (ctx.r.flash_attention) return 4 * d.s * d.b * a;
+  return 2 * a * d.b * d.s * static_cast<double>(ctx.w.seq_len);
+}
+
+// Attention block: memory-model.md 2.4.
 double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair) {
   const ModelSpec& m = ctx.m;
   const double sb = d.s * d.b;
@@ -44,7 +56,7 @@ double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair)
   } else {
     split = 2 * sb * static_cast<double>(m.q_width() + 2 * m.kv_width()) + d.gi * sb * static_cast<double>(m.q_width());
   }
-  split += 4 * sb * static_cast<double>(m.heads);  // fp32 log-sum-exp per head
+  split += ScoreBytes(ctx, d);
   return replicated / d.sp_div + split / d.t;
 }
 
@@ -126,7 +138,7 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   const double sb = d.s * d.b;
   const bool moe = m.is_moe_layer(layer);
   double drop = 0;
-  if (mods & kAcCoreAttn) drop += 4 * sb * static_cast<double>(m.heads) / d.t;  // flash attention keeps its LSE
+  if (mods & kAcCoreAttn) drop += ScoreBytes(ctx, d) / d.t;  // the LSE under flash, else the softmax
   if (mods & kAcLayernorm) drop += 2 * 2 * sb * d.h / d.sp_div;  // the two norms' outputs
   if ((mods & kAcMlaUpProj) && m.attention == AttentionKind::kMla)
     drop += 2 * sb * static_cast<double>(m.heads) *
@@ -171,7 +183,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     if (ctx.l.framework == Framework::kTorchtitan || (ctx.l.framework == Framework::kFsdp && ctx.l.stack == Stack::kNative)) {
       total = TorchtitanSelectiveBytes(ctx, layer, d, total);
     } else {
-      total -= ctx.l.framework == Framework::kMegatron ? MegatronSelectiveDrop(ctx, layer, d) : 2 * sb * f / d.t + norms;
+      total -= MegatronModelCode(ctx.l) ? MegatronSelectiveDrop(ctx, layer, d) : 2 * sb * f / d.t + norms;
     }
   }
   return static_cast<int64_t>(std::max(total, input));
@@ -219,7 +231,7 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   // vocab-parallel cross-entropy keeps bf16 + fp32 (6 B). Backward: the saved fp32
   // log-softmax, nll_loss's fp32 grad and log_softmax_backward's fp32 output live together
   // (12 B); Megatron's computes its grad in place (about 6 B).
-  const bool megatron = ctx.l.framework == Framework::kMegatron;
+  const bool megatron = MegatronModelCode(ctx.l);
   return {megatron ? 6.0 : 10.0, 0, megatron ? 6.0 : 12.0,
           "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)",
           "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
@@ -270,7 +282,7 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   // Logits and loss (memory-model.md 4.5). Vocab-parallel heads (Megatron, torchtitan loss
   // parallel) split V by TP. HF upcasts logits to fp32 before cross-entropy.
   const double tokens = d.s * d.b;
-  const double vocab = static_cast<double>(m.vocab) / ((l.framework == Framework::kMegatron || l.framework == Framework::kTorchtitan) ? l.tp : 1);
+  const double vocab = static_cast<double>(m.vocab) / ((MegatronModelCode(l) || l.framework == Framework::kTorchtitan) ? l.tp : 1);
   if (ctx.r.loss == LossKind::kFused) {
     // Fused linear cross-entropy (Liger, Unsloth, Cut CE) runs the head and the loss over
     // token chunks of about b*s*h/V tokens (Liger's chunk_size), computing the hidden-state

@@ -103,7 +103,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
       Stack stack;
     };
     static const std::map<std::string, Named> f = {
-        {"deepspeed", {Framework::kDeepSpeed, Stack::kNative}}, {"megatron-deepspeed", {Framework::kDeepSpeed, Stack::kNative}},
+        {"deepspeed", {Framework::kDeepSpeed, Stack::kNative}}, {"megatron-deepspeed", {Framework::kDeepSpeed, Stack::kMegatronDeepSpeed}},
         {"fsdp", {Framework::kFsdp, Stack::kNative}},           {"fsdp2", {Framework::kFsdp, Stack::kNative}},
         {"accelerate", {Framework::kFsdp, Stack::kNative}},     {"megatron", {Framework::kMegatron, Stack::kNative}},
         {"megatron-lm", {Framework::kMegatron, Stack::kNative}}, {"megatron-core", {Framework::kMegatron, Stack::kNative}},
@@ -319,8 +319,13 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kUnsloth: return "unsloth";
     case Stack::kNemo: return "nemo";
     case Stack::kAutomodel: return "automodel";
+    case Stack::kMegatronDeepSpeed: return "megatron-deepspeed";
   }
   return "?";
+}
+
+bool MegatronModelCode(const Layout& l) {
+  return l.framework == Framework::kMegatron || l.stack == Stack::kMegatronDeepSpeed;
 }
 
 std::string_view RecomputeName(Recompute r) {

@@ -23,7 +23,9 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // from bare Megatron-LM: TP communication overlap on, sequence parallel on with TP).
 // kAutomodel: NeMo AutoModel, FSDP2 with PP/EP/CP as torchtitan composes them, on a model
 // built in the checkpoint's dtype (no fp32 master copy).
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel };
+// kMegatronDeepSpeed: Megatron-LM's model code (vocab-parallel head and loss, fused kernels)
+// trained by DeepSpeed's engine (ZeRO, pipeline engine, BF16_Optimizer).
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 // Pipeline schedule. k1f1b is 1F1B, interleaved when vpp > 1. The zero-bubble schedules
@@ -113,6 +115,9 @@ GroupSpan SpanOf(const Layout& l, GroupKind g);
 std::string_view FrameworkName(Framework f);
 // What the user named: the stack (torchtune, hf, unsloth) or else the engine.
 std::string_view FrameworkName(const Layout& l);
+// Whether the model runs Megatron's own code (vocab-parallel head and loss, fused kernels):
+// Megatron-core, or Megatron-DeepSpeed on DeepSpeed's engine.
+bool MegatronModelCode(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
 // "core_attn/moe_act/..." in Megatron's names, in a fixed order.

@@ -112,7 +112,15 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     if (!opt_off)
       Add(out, "optimizer_step_temp", 4 * master_elems, Phase::kStep, Phase::kStep,
           "fp32 gradient partition built at step(), 4P/N (single_grad_partition)");
-    else
+    // ZeRO-1/2 (stage_1_and_2.py step) builds that fp32 partition as
+    // flatten(averaged_gradients).to(fp32): the flattened 16-bit copy lives beside it while
+    // the grads_in_partition it was copied from still does. BF16_Optimizer steps on its fp32
+    // accumulation buffer instead.
+    const bool bf16_optimizer = ctx.w.precision == Dtype::kBf16 && l.zero <= 1 && mixed;
+    if (!opt_off && l.zero >= 1 && !bf16_optimizer)
+      Add(out, "grad_flatten_copy", wb * master_elems, Phase::kStep, Phase::kStep,
+          "flatten(averaged_gradients) before .to(fp32) at step(), 2P/N (stage_1_and_2.py)");
+    if (opt_off)
       Add(out, "offload_staging", wb * static_cast<double>(LargestParam(ctx.m)) / l.tp, Phase::kBackward, Phase::kStep,
           "temp_grad_buffer_for_gpu_offload: the largest param's gradient in 16 bits (stage_1_and_2.py)");
     return;

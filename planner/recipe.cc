@@ -38,6 +38,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
       return true;
     case Stack::kNative:
     case Stack::kNemo:
+    case Stack::kMegatronDeepSpeed:  // BF16_Optimizer / FP16_Optimizer keep fp32 masters
       break;
   }
   if (why) *why = std::string(FrameworkName(l.framework)) + " keeps fp32 master weights under mixed precision";
@@ -58,6 +59,11 @@ bool MegatronGradsFp32(const Workload& w, const Layout& l) {
   // *_performance recipes set mixed_precision.grad_reduce_in_fp32 = False and
   // ddp.grad_reduce_in_fp32 = False; bare Megatron keeps fp32 main grads.
   return l.stack != Stack::kNemo;
+}
+
+bool FlashAttention(const Workload& w, const Layout& l) {
+  if (w.flash_attention != Setting::kAuto) return w.flash_attention == Setting::kOn;
+  return l.stack != Stack::kMegatronDeepSpeed;
 }
 
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
@@ -98,6 +104,10 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
   r.compile = w.compile == Setting::kOn;
+  r.flash_attention = FlashAttention(w, l);
+  if (l.stack == Stack::kMegatronDeepSpeed && w.flash_attention == Setting::kAuto)
+    assume("flash_attention: false (Megatron-DeepSpeed materializes the attention softmax unless run with --use-flash-attn: "
+           "say flash_attention: true)");
 
   if (w.activation_offload != Setting::kAuto) {
     r.activation_offload = w.activation_offload == Setting::kOn;

@@ -21,6 +21,7 @@ struct TrainingRecipe {
   bool activation_offload = false;   // saved activations streamed to pinned host memory
   LossKind loss = LossKind::kStandard;
   bool compile = false;              // torch.compile of the blocks
+  bool flash_attention = true;       // fused attention; false: the s x s softmax is saved
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
   double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
 };
@@ -39,6 +40,12 @@ bool LossCompiledByRelease(const Workload& w, const Layout& l);
 // performance recipes, which their published tables run, turn it off: bf16 grads. Read by
 // the memory model (the grad buffer) and the time model (the bytes data parallelism reduces).
 bool MegatronGradsFp32(const Workload& w, const Layout& l);
+
+// Whether attention runs a fused (flash) kernel. Megatron-DeepSpeed's default is its fused
+// scale-mask-softmax, which materializes the s x s scores (flash only with --use-flash-attn,
+// megatron/arguments.py); every other stack here runs flash or SDPA by default. Read by the
+// memory model (the saved softmax) and the time model (the attention kernels).
+bool FlashAttention(const Workload& w, const Layout& l);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

@@ -64,7 +64,7 @@ Knobs ResolveSwitches(const Workload& w, const Layout& l, const TimeOptions& o) 
   const bool ds_no_overlap = l.framework == Framework::kDeepSpeed && l.zero < 2;
   return {Pick(o.dp_overlap, !ds_no_overlap), Pick(o.param_gather_overlap, megatron),
           Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, false),
-          Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, true)};
+          Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, FlashAttention(w, l))};
 }
 
 // The training step as one GPU runs it: the per-layer shape (compute_cost.h) plus the

@@ -64,6 +64,7 @@ struct Workload {
   LossKind loss = LossKind::kAuto;
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
+  Setting flash_attention = Setting::kAuto;        // fused (flash) attention; off: the softmax is materialized
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 

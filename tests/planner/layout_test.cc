@@ -167,7 +167,7 @@ TEST(Layout, StacksMapOntoTheirEngine) {
                         Case{"framework=automodel", Framework::kTorchtitan, Stack::kAutomodel, 3},
                         Case{"framework=axolotl", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=LLaMA-Factory", Framework::kFsdp, Stack::kHf, 0},
-                        Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kNative, 1}}) {
+                        Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kMegatronDeepSpeed, 1}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;
     EXPECT_EQ(l->framework, c.engine) << c.text;

@@ -389,3 +389,61 @@ TEST(Recipe, ZeroInferenceStreamsWeightsFromHost) {
 
 }  // namespace
 }  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+// Megatron-DeepSpeed trains Megatron's model on DeepSpeed's engine: the head and the loss are
+// vocab-parallel (gpt_model.py CrossEntropy calls vocab_parallel_cross_entropy on
+// output.float(): 2 + 4 B per logit of V/tp), where plain DeepSpeed with an HF model holds
+// whole fp32 logits; and its attention materializes the softmax unless --use-flash-attn,
+// 2 a s^2 b / t bytes per layer (memory-model.md 2.3) in place of flash's 4 s b a.
+TEST(Recipe, MegatronDeepSpeedRunsMegatronsModelCode) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const std::string base = "task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: bf16\n";
+  const std::string layout = "dp=1,tp=8,zero=1,mbs=1,ac=none";
+  const double tokens = 2048;
+  const MemoryEstimate mds = Estimate(m, Recipe(base), c, "framework=megatron-deepspeed," + layout);
+  const MemoryEstimate ds = Estimate(m, Recipe(base), c, "framework=deepspeed," + layout);
+  EXPECT_NEAR(Term(mds, "logits_and_loss"), tokens * 128256 / 8 * 6, 1);
+  EXPECT_NEAR(Term(ds, "logits_and_loss"), tokens * 128256 * 10, 1);
+
+  const MemoryEstimate flash = Estimate(m, Recipe(base + "flash_attention: true\n"), c, "framework=megatron-deepspeed," + layout);
+  const double per_layer = (2.0 * 32 * tokens * tokens - 4.0 * tokens * 32) / 8;
+  EXPECT_NEAR(Term(mds, "activations") - Term(flash, "activations"), 32 * per_layer, 64);
+
+  std::vector<std::string> assumed;
+  auto parsed = ParseLayout("framework=megatron-deepspeed," + layout);
+  ASSERT_TRUE(parsed.ok());
+  auto l = ResolveLayout(m, Recipe(base), c, *parsed);
+  ASSERT_TRUE(l.ok());
+  EXPECT_FALSE(ResolveRecipe(m, Recipe(base), *l, &assumed).flash_attention);
+  bool said = false;
+  for (const std::string& a : assumed) said = said || a.rfind("flash_attention: false", 0) == 0;
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(ResolveRecipe(m, Recipe(base), *ResolveLayout(m, Recipe(base), c, *ParseLayout("framework=deepspeed," + layout)))
+                  .flash_attention);
+}
+
+// DeepSpeed ZeRO-1/2 builds the fp32 gradient partition at step() as
+// flatten(averaged_gradients).to(fp32) (stage_1_and_2.py): a 16-bit flat copy of the
+// partition, 2P/N, beside the 4P/N fp32 one. BF16_Optimizer (bf16 at ZeRO 0/1) steps on its
+// fp32 accumulation buffer and makes no such copy.
+TEST(Recipe, DeepSpeedZeroStepFlattensTheGradPartition) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const std::string layout = "framework=deepspeed,dp=8,zero=1,mbs=1,ac=full";
+  const double params = static_cast<double>(CountParams(m).total);
+  const MemoryEstimate fp16 = Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: fp16\n"), c, layout);
+  EXPECT_NEAR(Term(fp16, "grad_flatten_copy"), 2 * params / 8, 8);
+  EXPECT_NEAR(Term(fp16, "optimizer_step_temp"), 4 * params / 8, 8);
+  const MemoryEstimate bf16 = Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: bf16\n"), c, layout);
+  EXPECT_EQ(Term(bf16, "grad_flatten_copy"), 0);
+  const MemoryEstimate zero2 =
+      Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: bf16\n"), c, "framework=deepspeed,dp=8,zero=2,mbs=1,ac=full");
+  EXPECT_NEAR(Term(zero2, "grad_flatten_copy"), 2 * params / 8, 8);
+}
+
+}  // namespace
+}  // namespace shardplan
