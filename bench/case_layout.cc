@@ -145,6 +145,7 @@ bool MapLayout(const Fields& f, PublicCase& pc) {
     if (f.repo == "pytorch/torchtune") stack = "torchtune";
     if (f.repo == "NVIDIA/NeMo") stack = "nemo";
     if (f.repo == "NVIDIA-NeMo/Megatron-Bridge") stack = "megatron-bridge";
+    if (f.repo == "bigscience-workshop/bigscience") stack = "megatron-deepspeed";
     out.Put("framework", stack);
     if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
     out.Put("ac", MapRecompute(f, pc));

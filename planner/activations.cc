@@ -278,6 +278,13 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                  "grad of the residual stream plus one layer's intermediate grads during backward"});
   out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,
                  "input_ids, labels, position_ids in int64"});
+  // BLOOM's LayerNorm after the embedding sits outside every checkpointed layer (HF
+  // word_embeddings_layernorm; Megatron-DeepSpeed checkpoints only the transformer layers,
+  // pipe/module.py), so it saves its input for each micro-batch in flight whatever `ac` is.
+  if (s.first && m.embedding_norm)
+    out.push_back({"embedding_norm_input", static_cast<int64_t>(2 * d.s * d.b * d.h / d.sp_div * inflight),
+                   static_cast<int64_t>(std::ceil(inflight)), Phase::kForward, Phase::kBackward, Pool::kTorch,
+                   "the embedding LayerNorm's saved input, 2 B x tokens x hidden per micro-batch in flight"});
   if (!s.last) return;
   // Logits and loss (memory-model.md 4.5). Vocab-parallel heads (Megatron, torchtitan loss
   // parallel) split V by TP. HF upcasts logits to fp32 before cross-entropy.
@@ -293,6 +300,13 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                    "fused linear cross-entropy: one chunk of logits + the fp32 grad of the hidden states"});
     return;
   }
+  // DeepSpeed's pipeline engine returns from the last stage's backward before it clears
+  // pipe_buffers['outputs'] (pipe/engine.py _exec_backward_pass), so the previous
+  // micro-batch's output -- the logits, fp32 after Megatron-DeepSpeed's float16_to_fp32 --
+  // stays alive beside the current one's, through the step.
+  if (l.framework == Framework::kDeepSpeed && l.pp > 1)
+    out.push_back({"pipe_output_kept", static_cast<int64_t>(tokens * vocab * (MegatronModelCode(l) ? 4 : 2)), 1, Phase::kForward,
+                   Phase::kStep, Pool::kTorch, "the last stage's previous micro-batch output, never freed by the pipeline engine"});
   const LogitBytes b = WholeLogitBytes(ctx);
   out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * b.forward + tokens * b.per_token), 3,
                  Phase::kLoss, Phase::kLoss, Pool::kTorch, b.forward_note});

@@ -426,6 +426,35 @@ TEST(Recipe, MegatronDeepSpeedRunsMegatronsModelCode) {
                   .flash_attention);
 }
 
+// BLOOM's embedding LayerNorm lies outside every checkpointed layer, so the first stage saves
+// its input, 2 B x tokens x hidden, for each micro-batch in flight (1F1B: pp on stage 0). And
+// DeepSpeed's pipeline engine never clears the last stage's pipe_buffers['outputs']
+// (pipe/engine.py returns early from the last stage's backward): one more micro-batch of
+// logits, fp32 after Megatron-DeepSpeed's float16_to_fp32, vocab-parallel over TP.
+TEST(Recipe, BloomEmbeddingNormAndTheKeptPipeOutput) {
+  const ModelSpec m = Model(R"({"model_type": "bloom", "n_layer": 24, "hidden_size": 14336, "n_head": 64, "vocab_size": 250880})");
+  ASSERT_TRUE(m.embedding_norm);
+  ClusterSpec c = DgxH100();
+  c.nodes = 4;
+  const Workload w = Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 512\nprecision: bf16\n");
+  const MemoryEstimate e = Estimate(m, w, c, "framework=megatron-deepspeed,dp=2,tp=4,pp=4,zero=1,mbs=2,ac=full");
+  const double tokens = 2048.0 * 2;
+  const MemoryTerm* norm = nullptr;
+  for (const MemoryTerm& t : e.stages.front().terms)
+    if (t.name == "embedding_norm_input") norm = &t;
+  ASSERT_NE(norm, nullptr);
+  EXPECT_NEAR(norm->bytes, 4 * 2 * tokens * 14336, 4);
+  const MemoryTerm* kept = nullptr;
+  for (const MemoryTerm& t : e.stages.back().terms)
+    if (t.name == "pipe_output_kept") kept = &t;
+  ASSERT_NE(kept, nullptr);
+  EXPECT_NEAR(kept->bytes, tokens * 250880 / 4 * 4, 4);
+  EXPECT_EQ(kept->last, Phase::kStep);
+  // Megatron-core frees its outputs after sending them (deallocate_output_tensor).
+  const MemoryEstimate core = Estimate(m, w, c, "framework=megatron,dp=2,tp=4,pp=4,mbs=2,ac=full");
+  for (const MemoryTerm& t : core.stages.back().terms) EXPECT_NE(t.name, "pipe_output_kept");
+}
+
 // DeepSpeed ZeRO-1/2 builds the fp32 gradient partition at step() as
 // flatten(averaged_gradients).to(fp32) (stage_1_and_2.py): a 16-bit flat copy of the
 // partition, 2P/N, beside the 4P/N fp32 one. BF16_Optimizer (bf16 at ZeRO 0/1) steps on its
