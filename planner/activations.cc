@@ -216,6 +216,12 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
       // the bf16 grad straight from the saved logits, so no fp32 copy is ever whole.
       return {2, 4, 4, "bf16 logits + per-token logsumexp; the compiled loss fuses the upcast",
               "saved bf16 logits + their bf16 grad from the fused backward"};
+    case LossKind::kKernel:
+      // flash-attn's CrossEntropyLoss (llm-foundry's default fused_crossentropy): one kernel
+      // takes the bf16 logits and saves them with a per-token logsumexp; backward writes a
+      // new bf16 grad (inplace_backward defaults to False, flash_attn/losses/cross_entropy.py).
+      return {2, 4, 4, "bf16 logits + per-token logsumexp in one cross-entropy kernel",
+              "saved bf16 logits + the kernel's bf16 grad"};
     case LossKind::kNoUpcast:
       // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
       // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its

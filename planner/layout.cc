@@ -115,6 +115,9 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         // that engine instead).
         {"llamafactory", {Framework::kFsdp, Stack::kHf}},       {"llama-factory", {Framework::kFsdp, Stack::kHf}},
         {"axolotl", {Framework::kFsdp, Stack::kHf}},
+        // MosaicML llm-foundry trains through Composer's FSDP (FULL_SHARD by default).
+        {"llm-foundry", {Framework::kFsdp, Stack::kLlmFoundry}}, {"llmfoundry", {Framework::kFsdp, Stack::kLlmFoundry}},
+        {"composer", {Framework::kFsdp, Stack::kLlmFoundry}},
         {"unsloth", {Framework::kFsdp, Stack::kUnsloth}},
         // NeMo AutoModel: FSDP2 on a device mesh with PP, EP and CP, the composition torchtitan runs.
         {"automodel", {Framework::kTorchtitan, Stack::kAutomodel}}, {"nemo-automodel", {Framework::kTorchtitan, Stack::kAutomodel}}};
@@ -123,7 +126,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
       std::vector<std::string> names;
       for (const auto& [name, named] : f) names.push_back(name);
       const std::string hint = Suggest(Lower(v), names);
-      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo or automodel" +
+      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel or llm-foundry" +
                           (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"), v);
     }
     l.framework = it->second.engine;
@@ -320,6 +323,7 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kNemo: return "nemo";
     case Stack::kAutomodel: return "automodel";
     case Stack::kMegatronDeepSpeed: return "megatron-deepspeed";
+    case Stack::kLlmFoundry: return "llm-foundry";
   }
   return "?";
 }

@@ -25,7 +25,8 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // built in the checkpoint's dtype (no fp32 master copy).
 // kMegatronDeepSpeed: Megatron-LM's model code (vocab-parallel head and loss, fused kernels)
 // trained by DeepSpeed's engine (ZeRO, pipeline engine, BF16_Optimizer).
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed };
+// kLlmFoundry: MosaicML llm-foundry on Composer's FSDP, with its model code's defaults.
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed, kLlmFoundry };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 // Pipeline schedule. k1f1b is 1F1B, interleaved when vpp > 1. The zero-bubble schedules

@@ -131,9 +131,15 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
   Add(out, "gradients", wb * sharded, Phase::kSetup, Phase::kStep, "ZeRO-3 grad partition buffer, 2P/N (grad_partitions_flat_buffer)");
   if (mixed && !opt_off) Add(out, "master_weights", 4 * sharded, Phase::kSetup, Phase::kStep, "fp32 master partition, 4P/N");
   AddOptimizer(ctx, sharded, opt_off, out, false);
-  if (!opt_off)
-    Add(out, "optimizer_step_temp", 4 * std::min<double>(sharded, static_cast<double>(b.sub_group_size)), Phase::kStep, Phase::kStep,
+  if (!opt_off) {
+    const double sub_group = std::min<double>(sharded, static_cast<double>(b.sub_group_size));
+    Add(out, "optimizer_step_temp", 4 * sub_group, Phase::kStep, Phase::kStep,
         "fp32 grad of one sub-group at step, 4 x min(P/N, sub_group_size) (stage3.py)");
+    // _prepare_fp32_grad_for_sub_group: flatten(averaged_gradients).to(fp32), so the 16-bit
+    // flat copy of the sub-group's grads lives beside the fp32 one.
+    Add(out, "grad_flatten_copy", wb * sub_group, Phase::kStep, Phase::kStep,
+        "flatten(averaged_gradients) before .to(fp32) at step(), 2 x min(P/N, sub_group_size) (stage3.py)");
+  }
   const double unit = static_cast<double>(s.layer_params);
   const double gathered = std::min<double>(2 * unit + static_cast<double>(b.prefetch_bucket), static_cast<double>(b.max_live_parameters));
   Add(out, "gathered_params", wb * gathered, Phase::kForward, Phase::kBackward,

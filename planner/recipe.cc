@@ -39,6 +39,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
     case Stack::kNative:
     case Stack::kNemo:
     case Stack::kMegatronDeepSpeed:  // BF16_Optimizer / FP16_Optimizer keep fp32 masters
+    case Stack::kLlmFoundry:         // Composer's FSDP shards the fp32 model; mixed_precision sets only the gathered dtype
       break;
   }
   if (why) *why = std::string(FrameworkName(l.framework)) + " keeps fp32 master weights under mixed precision";
@@ -129,6 +130,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     // default that never calls an OOM a fit.
     r.loss = LossKind::kStandard;
     assume("loss: standard (torchtitan releases before 2025-04 ran the loss eager; later ones compile it with the model: say loss: compiled)");
+  } else if (l.stack == Stack::kLlmFoundry) {
+    r.loss = LossKind::kKernel;
+    assume("loss: kernel (llm-foundry's models default to loss_fn: fused_crossentropy, flash-attn's cross-entropy kernel)");
   } else if (l.stack == Stack::kUnsloth) {
     r.loss = LossKind::kFused;
     assume("loss: fused (Unsloth's fused cross-entropy never holds whole fp32 logits)");

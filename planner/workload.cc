@@ -91,6 +91,7 @@ std::string_view LossName(LossKind k) {
     case LossKind::kFused: return "fused";
     case LossKind::kNoUpcast: return "no_upcast";
     case LossKind::kCompiled: return "compiled";
+    case LossKind::kKernel: return "kernel";
   }
   return "?";
 }

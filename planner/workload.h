@@ -30,6 +30,7 @@ enum class LossKind {
   kFused,     // fused linear + cross-entropy, logits never whole (Liger, Unsloth, Cut CE)
   kNoUpcast,  // full logits, cross-entropy on them in bf16 (AutoModel MaskedCrossEntropy fp32_upcast: false)
   kCompiled,  // full bf16 logits, upcast and cross-entropy fused by torch.compile (torchtitan)
+  kKernel,    // full bf16 logits into one cross-entropy kernel (flash-attn's, llm-foundry's fused_crossentropy)
 };
 
 struct LoraSpec {

@@ -46,7 +46,7 @@ FRAMEWORKS = {
     "bigscience-workshop/bigscience": "megatron-deepspeed",
     "deepspeedai/DeepSpeed": "deepspeed", "microsoft/DeepSpeed": "deepspeed",
     "huggingface/peft": "deepspeed",             # its examples run accelerate + DeepSpeed ZeRO-3 offload
-    "foundation-model-stack/fms-fsdp": "fsdp", "mosaicml/llm-foundry": "fsdp",
+    "foundation-model-stack/fms-fsdp": "fsdp", "mosaicml/llm-foundry": "llm-foundry",
     "pytorch/torchtune": "torchtune", "pytorch/torchtitan": "torchtitan",
     "unslothai/unsloth": "hf",                   # the Hugging Face + FlashAttention-2 column
     "NVIDIA/Megatron-LM": "megatron-lm", "NVIDIA/NeMo": "nemo",
@@ -338,8 +338,9 @@ def workload_for(case):
             w["optimizer_in_backward"] = True
         if "activation offload" in knobs:
             w["activation_offload"] = True
-        if "pure" in prec_text.lower():
-            w["master_weights"] = False
+        # Composer's FSDP mixed_precision PURE sets the gathered, reduced and buffer dtypes to
+        # bf16; the sharded parameters stay the fp32 model's (FSDP's MixedPrecision), so it
+        # states nothing about master weights.
         ladder = ladder_recipe(case)
         if ladder:
             w.update({k: v for k, v in ladder.items() if k != "ac"})

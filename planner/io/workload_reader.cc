@@ -81,8 +81,9 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
     else if (v == "fused") w.loss = LossKind::kFused;
     else if (v == "no_upcast") w.loss = LossKind::kNoUpcast;
     else if (v == "compiled") w.loss = LossKind::kCompiled;
+    else if (v == "kernel") w.loss = LossKind::kKernel;
     else if (v != "auto")
-      return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused, no_upcast, compiled or auto, got \"" + *loss + "\"");
+      return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto, got \"" + *loss + "\"");
   }
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));

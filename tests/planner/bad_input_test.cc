@@ -452,7 +452,7 @@ TEST(Workload, RecipeKeys) {
 
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"master_weights: fp16\n", "w.yaml:1:17: master_weights: expected fp32 (mixed precision), none"},
-           {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused, no_upcast, compiled or auto"},
+           {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto"},
            {"compile: maybe\n", "w.yaml:1:10: compile: expected true, false or auto"},
            {"optimizer: paged-sgd\n", "w.yaml:1:12: optimizer: expected adamw"}}) {
     auto bad = Document::Parse("w.yaml", text);

@@ -47,7 +47,7 @@ TEST(Layout, ParseErrors) {
   EXPECT_NE(ParseLayout("tp=eight").status().message().find("--layout tp: expected an integer >= 1, got \"eight\""),
             std::string::npos);
   EXPECT_NE(ParseLayout("zero=4").status().message().find("0, 1, 2 or 3"), std::string::npos);
-  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo or automodel"),
+  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel or llm-foundry"),
             std::string::npos);
   EXPECT_NE(ParseLayout("framework=torchtun").status().message().find("did you mean 'torchtune'?"), std::string::npos);
   EXPECT_NE(ParseLayout("tp").status().message().find("expected key=value"), std::string::npos);
@@ -167,7 +167,9 @@ TEST(Layout, StacksMapOntoTheirEngine) {
                         Case{"framework=automodel", Framework::kTorchtitan, Stack::kAutomodel, 3},
                         Case{"framework=axolotl", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=LLaMA-Factory", Framework::kFsdp, Stack::kHf, 0},
-                        Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kMegatronDeepSpeed, 1}}) {
+                        Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kMegatronDeepSpeed, 1},
+                        Case{"framework=llm-foundry", Framework::kFsdp, Stack::kLlmFoundry, 3},
+                        Case{"framework=composer", Framework::kFsdp, Stack::kLlmFoundry, 3}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;
     EXPECT_EQ(l->framework, c.engine) << c.text;

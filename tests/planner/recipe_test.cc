@@ -455,6 +455,52 @@ TEST(Recipe, BloomEmbeddingNormAndTheKeptPipeOutput) {
   for (const MemoryTerm& t : core.stages.back().terms) EXPECT_NE(t.name, "pipe_output_kept");
 }
 
+// llm-foundry's MPT and HF wrappers default to loss_fn: fused_crossentropy, flash-attn's
+// cross-entropy kernel on the bf16 logits: 2 B per logit and a 4 B logsumexp per token in
+// forward, the logits and a new bf16 grad in backward -- where plain FSDP with an HF model
+// upcasts to fp32 (10 and 12 B). The default is said under assumed.
+TEST(Recipe, LlmFoundryDefaultsToTheKernelCrossEntropy) {
+  const ModelSpec m = Model(R"({"model_type": "mpt", "n_layers": 24, "d_model": 1536, "n_heads": 12, "max_seq_len": 512,
+                                "expansion_ratio": 4, "vocab_size": 50368})");
+  const ClusterSpec c = DgxH100();
+  const Workload w = Recipe("task: pretrain\nseq_len: 512\nglobal_batch: 768\nprecision: bf16\n");
+  const double logits = 96.0 * 512 * 50368;
+  const MemoryEstimate foundry = Estimate(m, w, c, "framework=llm-foundry,dp=8,mbs=96,ac=none");
+  EXPECT_NEAR(Term(foundry, "logits_and_loss"), 2 * logits + 4 * 96.0 * 512, 1e3);
+  EXPECT_NEAR(Term(foundry, "logits_grad"), 4 * logits, 1e3);
+  const MemoryEstimate fsdp = Estimate(m, w, c, "framework=fsdp,dp=8,mbs=96,ac=none");
+  EXPECT_NEAR(Term(fsdp, "logits_and_loss"), 10 * logits, 1e3);
+  EXPECT_NEAR(Term(Estimate(m, Recipe("task: pretrain\nseq_len: 512\nglobal_batch: 768\nloss: kernel\n"), c,
+                            "framework=fsdp,dp=8,mbs=96,ac=none"),
+                   "logits_and_loss"),
+              2 * logits + 4 * 96.0 * 512, 1e3);
+  auto l = ResolveLayout(m, w, c, *ParseLayout("framework=llm-foundry,dp=8,mbs=96,ac=none"));
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, w, *l, &assumed);
+  bool said = false;
+  for (const std::string& a : assumed) said = said || a.rfind("loss: kernel", 0) == 0;
+  EXPECT_TRUE(said);
+}
+
+// ZeRO-3 steps one sub-group at a time the same way (stage3.py
+// _prepare_fp32_grad_for_sub_group): a 16-bit flat copy beside the fp32 grads of
+// min(P/N, sub_group_size) elements. LlamaFactory #5977: Llama 3 8B full fine-tune, fp16,
+// ZeRO-3 over 8 RTX 3090s runs out of memory. The 1.004e9-element partition is one
+// sub-group of sub_group_size 1e9 and a 4-element remainder: the step needs 2 + 4 B x 1e9
+// on top of 14 B/param of states.
+TEST(Recipe, DeepSpeedZero3StepFlattensTheSubGroup) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("gpus_per_node: 8\ngpu: RTX 3090\n");
+  const double params = static_cast<double>(CountParams(m).total);
+  const MemoryEstimate e = Estimate(m, Recipe("task: finetune\nseq_len: 1024\nglobal_batch: 16\nprecision: fp16\n"), c,
+                                    "framework=deepspeed,dp=8,zero=3,mbs=1,ac=full");
+  ASSERT_GT(params / 8, 1e9);
+  EXPECT_EQ(Term(e, "grad_flatten_copy"), 2'000'000'000);
+  EXPECT_EQ(Term(e, "optimizer_step_temp"), 4'000'000'000);
+  EXPECT_FALSE(e.fits);
+}
+
 // DeepSpeed ZeRO-1/2 builds the fp32 gradient partition at step() as
 // flatten(averaged_gradients).to(fp32) (stage_1_and_2.py): a 16-bit flat copy of the
 // partition, 2P/N, beside the 4P/N fp32 one. BF16_Optimizer (bf16 at ZeRO 0/1) steps on its
