@@ -103,6 +103,12 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
     p.assumed.push_back("global_batch: " + std::to_string(p.workload.global_batch) +
                         " sequences (not stated: mbs x dp x grad_accum)");
   }
+  // An unstated micro-batch is the layout's default, one sequence (Megatron's
+  // --micro-batch-size, torchtitan's pipeline_parallel_microbatch_size); say so, with the
+  // accumulation that then makes up the global batch.
+  if (p.workload.training() && !(resolved.fixed & kKeyMbs))
+    p.assumed.push_back("mbs: " + std::to_string(resolved.mbs) + " (not stated; grad_accum " +
+                        std::to_string(resolved.grad_accum) + " makes up the global batch)");
   p.memory_options = in.memory;
   return p;
 }

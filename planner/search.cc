@@ -275,7 +275,10 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
                                                             const ClusterSpec& c, const MemoryOptions& opt,
                                                             std::string* note) {
   if (note) note->clear();
-  if (!w.training() || (l.fixed & kKeyAc) || (l.stack != Stack::kNative && l.stack != Stack::kNemo))
+  // Stacks whose recipes set recomputation (torchtune, Unsloth, HF, AutoModel) keep theirs.
+  const bool own_default = l.stack == Stack::kTorchtune || l.stack == Stack::kUnsloth || l.stack == Stack::kHf ||
+                           l.stack == Stack::kAutomodel;
+  if (!w.training() || (l.fixed & kKeyAc) || own_default)
     return {l, EstimateMemory(m, w, l, c, opt)};
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout tried = l;
