@@ -104,6 +104,10 @@ json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["mas
 check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
 expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"
 check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1,ac=none --seq-len 8192
+# An unstated micro-batch is said, and for torchtitan's pipelines what older releases did:
+# 256 sequences over dp=2 are 128 per rank, 16 per stage when cut into pp=8 micro-batches.
+check mbs-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
+expect mbs-open-said "$tmp/out" "assumed: mbs: 1 (not stated; grad_accum 128 makes up the global batch; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=16)"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
 expect seq-too-long-msg "$tmp/err" "--seq-len: expected at most 67108864 tokens"
 printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"
