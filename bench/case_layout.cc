@@ -147,6 +147,7 @@ bool MapLayout(const Fields& f, PublicCase& pc) {
     if (f.repo == "NVIDIA-NeMo/Megatron-Bridge") stack = "megatron-bridge";
     if (f.repo == "bigscience-workshop/bigscience") stack = "megatron-deepspeed";
     if (f.repo == "mosaicml/llm-foundry") stack = "llm-foundry";
+    if (f.repo == "foundation-model-stack/fms-fsdp") stack = "fms-fsdp";
     out.Put("framework", stack);
     if (auto zero = Int(l, "zero_stage")) out.Put("zero", *zero);
     out.Put("ac", MapRecompute(f, pc));

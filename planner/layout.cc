@@ -118,6 +118,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         // MosaicML llm-foundry trains through Composer's FSDP (FULL_SHARD by default).
         {"llm-foundry", {Framework::kFsdp, Stack::kLlmFoundry}}, {"llmfoundry", {Framework::kFsdp, Stack::kLlmFoundry}},
         {"composer", {Framework::kFsdp, Stack::kLlmFoundry}},
+        {"fms-fsdp", {Framework::kFsdp, Stack::kFmsFsdp}},
         {"unsloth", {Framework::kFsdp, Stack::kUnsloth}},
         // NeMo AutoModel: FSDP2 on a device mesh with PP, EP and CP, the composition torchtitan runs.
         {"automodel", {Framework::kTorchtitan, Stack::kAutomodel}}, {"nemo-automodel", {Framework::kTorchtitan, Stack::kAutomodel}}};
@@ -126,7 +127,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
       std::vector<std::string> names;
       for (const auto& [name, named] : f) names.push_back(name);
       const std::string hint = Suggest(Lower(v), names);
-      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel or llm-foundry" +
+      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel, llm-foundry or fms-fsdp" +
                           (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"), v);
     }
     l.framework = it->second.engine;
@@ -324,6 +325,7 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kAutomodel: return "automodel";
     case Stack::kMegatronDeepSpeed: return "megatron-deepspeed";
     case Stack::kLlmFoundry: return "llm-foundry";
+    case Stack::kFmsFsdp: return "fms-fsdp";
   }
   return "?";
 }
@@ -543,6 +545,10 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
     if (!(l.fixed & kKeyWeights)) l.weights = w.inference.weights;
     l.weights = ServedFormat(m, l.weights);  // a quantized checkpoint is served as stored
     if (!(l.fixed & kKeyKvCache)) l.kv_cache = w.inference.kv_cache;
+    // Serving engines split every expert over the tensor-parallel ranks unless expert
+    // parallelism is asked for (vLLM's FusedMoE shards w13/w2 by TP; SGLang and TensorRT-LLM
+    // likewise): experts are tensor-parallel as the dense layers are.
+    if (m.is_moe() && l.tp > 1 && l.ep == 1 && !(l.fixed & (kKeyEp | kKeyEtp))) l.etp = l.tp;
   }
   if (w.lora_like() && l.pp == 1 && l.tp == 1 && !(l.fixed & kKeyZero) && l.framework != Framework::kMegatron)
     l.zero = l.dp > 1 ? l.zero : 0;

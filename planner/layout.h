@@ -26,7 +26,8 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // kMegatronDeepSpeed: Megatron-LM's model code (vocab-parallel head and loss, fused kernels)
 // trained by DeepSpeed's engine (ZeRO, pipeline engine, BF16_Optimizer).
 // kLlmFoundry: MosaicML llm-foundry on Composer's FSDP, with its model code's defaults.
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed, kLlmFoundry };
+// kFmsFsdp: IBM's fms-fsdp, FSDP whose selective checkpointing recomputes whole blocks.
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed, kLlmFoundry, kFmsFsdp };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 // Pipeline schedule. k1f1b is 1F1B, interleaved when vpp > 1. The zero-bubble schedules

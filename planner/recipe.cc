@@ -40,6 +40,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
     case Stack::kNemo:
     case Stack::kMegatronDeepSpeed:  // BF16_Optimizer / FP16_Optimizer keep fp32 masters
     case Stack::kLlmFoundry:         // Composer's FSDP shards the fp32 model; mixed_precision sets only the gathered dtype
+    case Stack::kFmsFsdp:
       break;
   }
   if (why) *why = std::string(FrameworkName(l.framework)) + " keeps fp32 master weights under mixed precision";

@@ -275,6 +275,30 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
                                                             const ClusterSpec& c, const MemoryOptions& opt,
                                                             std::string* note) {
   if (note) note->clear();
+  // fms-fsdp's selective checkpointing wraps a fraction of the blocks in full checkpointing
+  // (selective_checkpointing, policies/ac_handler.py): unstated, the fewest blocks that fit.
+  if (w.training() && l.stack == Stack::kFmsFsdp && l.ac == Recompute::kSelective && !(l.fixed & kKeyAcLayers)) {
+    Layout tried = l;
+    tried.ac = Recompute::kFull;
+    int lo = 1, hi = static_cast<int>(m.layers);
+    tried.ac_layers = hi;
+    MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
+    if (e.fits) {
+      while (lo < hi) {  // memory falls as more blocks recompute: the fewest that fit
+        const int mid = (lo + hi) / 2;
+        tried.ac_layers = mid;
+        if (EstimateMemory(m, w, tried, c, opt).fits) hi = mid;
+        else lo = mid + 1;
+      }
+      tried.ac_layers = hi;
+      e = EstimateMemory(m, w, tried, c, opt);
+    }
+    if (note)
+      *note = "ac: selective is fms-fsdp's block checkpointing: " + std::to_string(tried.ac_layers) + " of " +
+              std::to_string(m.layers) + " blocks recompute, " +
+              (e.fits ? "the fewest that fit (say ac=full,ac_layers=N for your selective_checkpointing)" : "all, and it still does not fit");
+    return {tried, std::move(e)};
+  }
   // Stacks whose recipes set recomputation (torchtune, Unsloth, HF, AutoModel) keep theirs.
   const bool own_default = l.stack == Stack::kTorchtune || l.stack == Stack::kUnsloth || l.stack == Stack::kHf ||
                            l.stack == Stack::kAutomodel;

@@ -46,7 +46,7 @@ FRAMEWORKS = {
     "bigscience-workshop/bigscience": "megatron-deepspeed",
     "deepspeedai/DeepSpeed": "deepspeed", "microsoft/DeepSpeed": "deepspeed",
     "huggingface/peft": "deepspeed",             # its examples run accelerate + DeepSpeed ZeRO-3 offload
-    "foundation-model-stack/fms-fsdp": "fsdp", "mosaicml/llm-foundry": "llm-foundry",
+    "foundation-model-stack/fms-fsdp": "fms-fsdp", "mosaicml/llm-foundry": "llm-foundry",
     "pytorch/torchtune": "torchtune", "pytorch/torchtitan": "torchtitan",
     "unslothai/unsloth": "hf",                   # the Hugging Face + FlashAttention-2 column
     "NVIDIA/Megatron-LM": "megatron-lm", "NVIDIA/NeMo": "nemo",

@@ -51,6 +51,9 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // FalconConfig (Falcon 7B defaults): fused query_key_value, GELU 4h MLP, LayerNorm.
       {"falcon", {65024, 4544, 18176, 32, 71, 0, 0, 2048, true, "FalconDecoderLayer"}},
       {"nemotron", {256000, 6144, 24576, 32, 48, 0, 0, 4096, false, "NemotronDecoderLayer"}},
+      // ChatGLM / GLM-4 remote code (configuration_chatglm.py, GLM-4-9B values): Megatron
+      // names, fused query_key_value with grouped KV, SwiGLU dense_h_to_4h, RMSNorm.
+      {"chatglm", {151552, 4096, 13696, 40, 32, 2, 128, 131072, false, "GLMBlock"}},
       // Llama4TextConfig (Llama 4 Scout): intermediate_size is the expert's, the dense
       // layers' MLP is intermediate_size_mlp.
       {"llama4_text", {202048, 5120, 8192, 48, 40, 8, 128, 131072, false, "Llama4TextDecoderLayer"}},
@@ -79,6 +82,8 @@ const std::vector<std::string> kCommonKeys = {
     "quantization_config", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
     "attention_chunk_size", "no_rope_layers", "use_qk_norm", "partial_rotary_factor", "ffn_hidden_size",
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
+    "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
+    "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
     "num_ln_in_parallel_attn", "alibi"};
 
 struct Reader {
@@ -279,6 +284,32 @@ Status ReadFalcon(const Reader& r, const Defaults& d, ModelSpec& m) {
   m.mlp = MlpKind::kPlain;
   m.gelu = true;
   if (alibi) m.position = PositionKind::kAlibi;
+  return ReadDtype(r, m);
+}
+
+// ChatGLM's remote-code config (THUDM/GLM-4 configuration_chatglm.py): padded_vocab_size
+// rows for the embedding and the untied output_layer; q/k/v of kv_channels per head, the
+// keys and values grouped into multi_query_group_num heads when multi_query_attention;
+// biases on query_key_value only (add_qkv_bias), none elsewhere unless add_bias_linear.
+// GLM-4-9B counts 9,399,951,360 parameters.
+Status ReadChatglm(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("padded_vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("ffn_hidden_size", d.intermediate, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.head_dim, r.Int("kv_channels", m.hidden / m.heads, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(bool grouped, r.Bool("multi_query_attention", false));
+  SP_ASSIGN_OR_RETURN(int64_t groups, r.Int("multi_query_group_num", d.kv_heads, 1, 1 << 16));
+  m.kv_heads = grouped ? groups : m.heads;
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("seq_length", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  SP_ASSIGN_OR_RETURN(bool bias_linear, r.Bool("add_bias_linear", false));
+  SP_ASSIGN_OR_RETURN(m.qkv_bias, r.Bool("add_qkv_bias", false));
+  SP_ASSIGN_OR_RETURN(bool rms, r.Bool("rmsnorm", true));
+  m.qkv_bias = m.qkv_bias || bias_linear;
+  m.o_bias = m.mlp_bias = bias_linear;
+  if (!rms) m.norm = NormKind::kLayer;
   return ReadDtype(r, m);
 }
 
@@ -620,6 +651,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadMpt(r, d, m));
   } else if (*type == "falcon") {
     SP_RETURN_IF_ERROR(ReadFalcon(r, d, m));
+  } else if (*type == "chatglm") {
+    SP_RETURN_IF_ERROR(ReadChatglm(r, d, m));
   } else {
     SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
   }

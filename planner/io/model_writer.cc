@@ -146,6 +146,20 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("num_kv_heads", m.kv_heads);
       o.Key("num_ln_in_parallel_attn", m.norms_per_layer);
     }
+  } else if (t == "chatglm") {
+    o.Key("padded_vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("ffn_hidden_size", m.intermediate);
+    o.Key("num_layers", m.layers);
+    o.Key("num_attention_heads", m.heads);
+    o.Key("kv_channels", m.head_dim);
+    o.Bool("multi_query_attention", m.kv_heads != m.heads);
+    o.Key("multi_query_group_num", m.kv_heads);
+    o.Key("seq_length", m.max_positions);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    o.Bool("add_bias_linear", m.o_bias);
+    o.Bool("add_qkv_bias", m.qkv_bias);
+    o.Bool("rmsnorm", m.norm == NormKind::kRms);
   } else {
     Common(o, m);
   }

@@ -97,6 +97,25 @@ TEST(Inference, KvBytesPerToken) {
   EXPECT_EQ(d.kv.kv_bytes_per_token, 70'272);  // the latent is replicated across TP ranks
 }
 
+// Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
+// default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
+// on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
+// Expert parallelism named keeps whole experts.
+TEST(Inference, TensorParallelServingSplitsExperts) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 2;
+  Workload w;
+  w.task = Task::kInference;
+  ModelSpec m = Model("mixtral-8x7b");
+  const Layout tp = Resolve(m, w, c, "tp=2");
+  EXPECT_EQ(tp.etp, 2);
+  EXPECT_EQ(Resolve(m, w, c, "tp=2,ep=2").etp, 1);
+  const MemoryEstimate e = EstimateMemory(m, w, tp, c);
+  EXPECT_TRUE(e.fits);
+  EXPECT_NEAR(ToGiB(Term(e, "weights")), ToGiB(CountParams(m).total * 2) / 2, 0.5);
+  EXPECT_GT(e.kv.max_kv_tokens, 400'000);
+}
+
 // memory-model.md 2.4 worked example: Llama-3-8B shape, s=8192, b=1, no TP, fused SwiGLU
 // (Megatron): about 1.06 GiB per layer; s*b*(12h + 4h_kv + 6f) + 4sba exactly.
 TEST(Activations, Llama3_8bLayerAtEightK) {

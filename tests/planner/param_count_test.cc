@@ -283,6 +283,27 @@ TEST(Families, Nemotron4) {
   EXPECT_EQ(m->decoder_layer_class, "NemotronDecoderLayer");
 }
 
+// ChatGLM / GLM-4 (THUDM remote code, modeling_chatglm.py), module by module for GLM-4-9B:
+// query_key_value 4096 x (32 + 2 x 2) x 128 with bias, dense 4096 x 4096, SwiGLU
+// dense_h_to_4h 4096 x 2 x 13696 and dense_4h_to_h, two RMSNorms; the 151,552-row embedding
+// and an untied output_layer: 9,399,951,360.
+TEST(Families, Chatglm) {
+  auto g = FromJson(R"({"model_type":"chatglm","padded_vocab_size":151552,"hidden_size":4096,"ffn_hidden_size":13696,
+    "num_layers":40,"num_hidden_layers":40,"num_attention_heads":32,"kv_channels":128,"multi_query_attention":true,
+    "multi_query_group_num":2,"seq_length":131072,"add_bias_linear":false,"add_qkv_bias":true,"rmsnorm":true,
+    "post_layer_norm":true,"torch_dtype":"bfloat16","tie_word_embeddings":false})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const int64_t layer = 4096LL * (32 + 4) * 128 + (32 + 4) * 128 + 4096LL * 4096 + 3 * 4096LL * 13696 + 2 * 4096;
+  EXPECT_EQ(CountParams(*g).total, 40 * layer + 2 * 151552LL * 4096 + 4096);
+  EXPECT_EQ(CountParams(*g).total, 9'399'951'360);
+  EXPECT_EQ(g->kv_heads, 2);
+  auto doc = Document::Parse("model.yaml", ModelToYaml(*g, 0));
+  ASSERT_TRUE(doc.ok());
+  auto back = ParseModel(*doc, g->name);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *g) << ModelToYaml(*g, 0);
+}
+
 // Falcon (modeling_falcon.py), module by module. 7B: one KV head (multi_query), query_key_value
 // 4544 x (71 + 2) x 64, dense 4544 x 4544, a 4h GELU MLP, one LayerNorm per parallel block,
 // no biases, the head tied to the 65024-row embedding: 6,921,720,704. 40B (new architecture,
