@@ -169,7 +169,8 @@ TEST(Layout, StacksMapOntoTheirEngine) {
                         Case{"framework=LLaMA-Factory", Framework::kFsdp, Stack::kHf, 0},
                         Case{"framework=megatron-deepspeed", Framework::kDeepSpeed, Stack::kMegatronDeepSpeed, 1},
                         Case{"framework=llm-foundry", Framework::kFsdp, Stack::kLlmFoundry, 3},
-                        Case{"framework=composer", Framework::kFsdp, Stack::kLlmFoundry, 3}}) {
+                        Case{"framework=composer", Framework::kFsdp, Stack::kLlmFoundry, 3},
+                        Case{"framework=fms-fsdp", Framework::kFsdp, Stack::kFmsFsdp, 3}}) {
     auto l = ParseLayout(c.text);
     ASSERT_TRUE(l.ok()) << c.text;
     EXPECT_EQ(l->framework, c.engine) << c.text;

@@ -151,3 +151,40 @@ TEST(Search, SeenLayoutsForCharts) {
 
 }  // namespace
 }  // namespace shardplan
+
+namespace shardplan {
+namespace {
+
+// fms-fsdp's "Selective AC" wraps a fraction of the blocks in full checkpointing
+// (selective_checkpointing); with the fraction unstated, the estimate takes the fewest
+// blocks that fit and says how many. Llama 2 70B over 128 A100 80GB at micro-batch 2 x 4096
+// (its README's throughput row) fits with some blocks recomputed, not with one fewer.
+TEST(Search, FmsFsdpSelectiveIsTheFewestBlocksThatFit) {
+  ModelSpec m = *LoadModel("llama-2-70b");
+  ClusterSpec c = *LoadCluster("dgx-a100");
+  c.nodes = 16;
+  Workload w;
+  w.seq_len = 4096;
+  w.global_batch = 256;
+  auto parsed = ParseLayout("framework=fms-fsdp,dp=128,mbs=2,ac=selective");
+  ASSERT_TRUE(parsed.ok());
+  auto l = ResolveLayout(m, w, c, *parsed);
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  std::string note;
+  auto [chosen, e] = LeastRecomputationThatFits(m, w, *l, c, MemoryOptions{}, &note);
+  EXPECT_EQ(chosen.ac, Recompute::kFull);
+  EXPECT_GT(chosen.ac_layers, 0);
+  EXPECT_LT(chosen.ac_layers, 80);
+  EXPECT_TRUE(e.fits);
+  Layout fewer = chosen;
+  fewer.ac_layers -= 1;
+  EXPECT_FALSE(EstimateMemory(m, w, fewer, c).fits);
+  EXPECT_NE(note.find("of 80 blocks recompute, the fewest that fit"), std::string::npos) << note;
+  // Per-op selective recomputation, what plain FSDP's ac=selective means, does not fit.
+  auto fsdp = ResolveLayout(m, w, c, *ParseLayout("framework=fsdp,dp=128,mbs=2,ac=selective"));
+  ASSERT_TRUE(fsdp.ok());
+  EXPECT_FALSE(EstimateMemory(m, w, *fsdp, c).fits);
+}
+
+}  // namespace
+}  // namespace shardplan
