@@ -47,6 +47,7 @@ int64_t AttentionParams(const ModelSpec& m) {
   if (m.qkv_bias) p += m.q_width() + 2 * m.kv_width();
   if (m.o_bias) p += h;
   if (m.qk_norm) p += 2 * m.head_dim;
+  if (m.qk_norm_whole) p += m.q_width() + m.kv_width();
   if (m.attention_sinks) p += a;
   return p;
 }
@@ -91,7 +92,7 @@ ParamCounts CountParams(const ModelSpec& m) {
   if (ew != h) c.embedding += 2 * ew * h;  // OPT project_in and project_out (no bias)
   if (m.embedding_norm) c.embedding += NormParams(m, h);
   if (m.position == PositionKind::kLearned) c.position = (m.max_positions + m.position_offset) * h;
-  c.head = m.tied_embeddings ? 0 : m.vocab * ew;
+  c.head = (m.tied_embeddings ? 0 : m.vocab * ew) + (m.head_bias ? m.vocab : 0);
 
   int64_t active_experts = 0;
   for (int64_t l = 0; l < m.layers; ++l) {

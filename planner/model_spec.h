@@ -61,10 +61,13 @@ struct ModelSpec {
   bool norm_bias = true;            // LayerNorm keeps its bias (MPT removes it)
   bool embedding_norm = false;      // BLOOM: LayerNorm right after the embedding
   bool tied_embeddings = false;
+  bool head_bias = false;           // the LM head has a bias, vocab params (Phi-1/1.5/2)
   bool qkv_bias = false;            // bias on q, k, v projections
   bool o_bias = false;              // bias on the attention output projection
   bool mlp_bias = false;            // bias on every MLP matrix
   bool qk_norm = false;             // per-head RMSNorm on q and k (Qwen3, Gemma3): 2*d params
+  bool qk_norm_whole = false;       // q/k norm weights span the whole projection (OLMo-2, Command R+):
+                                    //   q_width + kv_width params
   bool parallel_residual = false;   // GPT-NeoX: attention and MLP read the same input
   bool gelu = false;                // activation is GeLU-family (else SiLU/ReLU)
   int64_t sliding_window = 0;       // tokens; 0 = full attention in every layer

@@ -57,6 +57,17 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // Llama4TextConfig (Llama 4 Scout): intermediate_size is the expert's, the dense
       // layers' MLP is intermediate_size_mlp.
       {"llama4_text", {202048, 5120, 8192, 48, 40, 8, 128, 131072, false, "Llama4TextDecoderLayer"}},
+      // InternLM2 / 2.5 remote code (internlm/internlm2_5-7b configuration_internlm2.py): note
+      // `bias` defaults to true there; the published configs set it false.
+      {"internlm2", {103168, 4096, 11008, 32, 32, 0, 0, 2048, false, "InternLM2DecoderLayer"}},
+      // Baichuan / Baichuan2 remote code (baichuan-inc/Baichuan2-13B-Base configuration_baichuan.py;
+      // the 7B's decoder class is DecoderLayer, set by ReadBaichuan).
+      {"baichuan", {64000, 5120, 13696, 40, 40, 0, 0, 4096, false, "BaichuanLayer"}},
+      // transformers OlmoConfig, Olmo2Config, PhiConfig (Phi-1 defaults), CohereConfig (Command-R).
+      {"olmo", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "OlmoDecoderLayer"}},
+      {"olmo2", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo2DecoderLayer"}},
+      {"phi", {51200, 2048, 8192, 24, 32, 0, 0, 2048, false, "PhiDecoderLayer"}},
+      {"cohere", {256000, 8192, 22528, 40, 64, 0, 0, 8192, true, "CohereDecoderLayer"}},
   };
   return t;
 }
@@ -84,7 +95,7 @@ const std::vector<std::string> kCommonKeys = {
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
     "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
-    "num_ln_in_parallel_attn", "alibi"};
+    "num_ln_in_parallel_attn", "alibi", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale"};
 
 struct Reader {
   const Document& doc;
@@ -313,6 +324,59 @@ Status ReadChatglm(const Reader& r, const Defaults& d, ModelSpec& m) {
   return ReadDtype(r, m);
 }
 
+// The dimensions of the remote-code families whose modeling files ignore head_dim (heads of
+// hidden / heads) and, unless `gqa`, num_key_value_heads.
+Status ReadFixedHeadDims(const Reader& r, const Defaults& d, ModelSpec& m, bool gqa) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", d.intermediate, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  m.kv_heads = m.heads;
+  if (gqa) {
+    SP_ASSIGN_OR_RETURN(m.kv_heads, r.Int("num_key_value_heads", m.heads, 1, 1 << 16));
+  }
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  if (m.hidden % m.heads != 0)
+    return r.doc.ErrorAt(r.node["num_attention_heads"].IsDefined() ? r.node["num_attention_heads"] : r.node,
+                         "the number of attention heads (" + std::to_string(m.heads) +
+                             ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  m.head_dim = m.hidden / m.heads;
+  return ReadDtype(r, m);
+}
+
+// InternLM2 / InternLM2.5 remote code (internlm/internlm2_5-7b modeling_internlm2.py,
+// configuration_internlm2.py): llama's keys; one fused wqkv of (heads + 2 x KV heads) x
+// hidden / heads rows and wo, both biased only with `bias` (default true); SwiGLU w1/w3/w2
+// without biases; attention_norm and ffn_norm RMSNorms; an untied `output` head.
+// internlm2_5-7b counts 7,737,708,544 parameters.
+Status ReadInternlm2(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, true));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", true));
+  m.qkv_bias = m.o_bias = bias;
+  return Status::Ok();
+}
+
+// Baichuan / Baichuan2 remote code (baichuan-inc/Baichuan2-7B-Base and -13B-Base
+// modeling_baichuan.py): W_pack (3 x hidden rows) and o_proj without biases, a SwiGLU MLP,
+// two RMSNorms, an untied NormHead (vocab x hidden, no bias). Each size ships its own modeling
+// file: the 7B applies RoPE up to max_position_embeddings, the 13B ALiBi up to
+// model_max_length; the config names neither, so the position kind follows hidden_size as
+// vLLM's model_executor/models/baichuan.py does (4096: RoPE, else ALiBi). Baichuan2-7B counts
+// 7,505,973,248 parameters, Baichuan2-13B 13,896,668,160.
+Status ReadBaichuan(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, false));
+  SP_ASSIGN_OR_RETURN(int64_t model_max, r.Int("model_max_length", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", model_max, 1, int64_t{1} << 34));
+  if (m.hidden == 4096) {
+    m.decoder_layer_class = "DecoderLayer";
+  } else {
+    m.position = PositionKind::kAlibi;
+  }
+  return Status::Ok();
+}
+
 Status ReadGpt2(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 50257, 1, kMaxVocab));
   SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", 768, 1, kMaxDim));
@@ -410,6 +474,45 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
   if (type == "nemotron") {  // LayerNorm1P (weight and bias), up/down MLP with squared ReLU
     m.norm = NormKind::kLayer;
     m.mlp = MlpKind::kPlain;
+  }
+  // OLMo, OLMo-2 and Cohere keep llama's keys (attention_bias on q/k/v/o); their MLPs have no
+  // bias whatever mlp_bias says.
+  if (type == "olmo" || type == "olmo2" || type == "cohere") m.mlp_bias = false;
+  // OLMo-1 (transformers modeling_olmo.py): OlmoLayerNorm is F.layer_norm with neither weight
+  // nor bias, so its input, post-attention and final norms hold no parameters: counted as
+  // none. OLMo-7B-hf counts 6,888,095,744 parameters.
+  if (type == "olmo") {
+    m.norm = NormKind::kLayer;
+    m.norms_per_layer = 0;
+    m.final_norm = false;
+  }
+  // OLMo-2 (modeling_olmo2.py): q_norm and k_norm are RMSNorms over the whole q and k
+  // projections (heads x d and KV heads x d), not per head; post_attention_layernorm and
+  // post_feedforward_layernorm sit after each block (norms of the output, same count as
+  // pre-norms), then a final norm. OLMo-2-1124-7B counts 7,298,617,344 parameters.
+  if (type == "olmo2") m.qk_norm_whole = true;
+  // Phi-1/1.5/2 (modeling_phi.py): q/k/v/dense and fc1/fc2 all with biases, one LayerNorm
+  // (weight and bias) feeding attention and the gelu_new MLP in parallel, partial rotary
+  // (partial_rotary_factor, no parameters), final_layernorm, an lm_head with a bias.
+  // phi-2 counts 2,779,683,840 parameters.
+  if (type == "phi") {
+    m.norm = NormKind::kLayer;
+    m.mlp = MlpKind::kPlain;
+    m.gelu = true;
+    m.norms_per_layer = 1;
+    m.parallel_residual = true;
+    m.qkv_bias = m.o_bias = m.mlp_bias = true;
+    m.head_bias = true;
+  }
+  // Cohere / Command-R (modeling_cohere.py): CohereLayerNorm has a weight and no bias; one
+  // input_layernorm feeds attention and the SwiGLU MLP in parallel; the head is tied by
+  // default; logit_scale multiplies the logits (a constant, no parameter).
+  // c4ai-command-r-v01 counts 34,980,831,232 parameters.
+  if (type == "cohere") {
+    m.norm = NormKind::kLayer;
+    m.norm_bias = false;
+    m.norms_per_layer = 1;
+    m.parallel_residual = true;
   }
 }
 
@@ -653,11 +756,24 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadFalcon(r, d, m));
   } else if (*type == "chatglm") {
     SP_RETURN_IF_ERROR(ReadChatglm(r, d, m));
+  } else if (*type == "internlm2") {
+    SP_RETURN_IF_ERROR(ReadInternlm2(r, d, m));
+  } else if (*type == "baichuan") {
+    SP_RETURN_IF_ERROR(ReadBaichuan(r, d, m));
   } else {
     SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
   }
   if (*type == "gpt_neox") {
     SP_ASSIGN_OR_RETURN(m.parallel_residual, r.Bool("use_parallel_residual", true));
+  }
+  if (*type == "cohere") {  // q_norm/k_norm: CohereLayerNorm weights of (heads, head_dim), (kv_heads, head_dim)
+    SP_ASSIGN_OR_RETURN(m.qk_norm_whole, r.Bool("use_qk_norm", false));
+  }
+  if (*type == "phi") {
+    SP_ASSIGN_OR_RETURN(bool qk_layernorm, r.Bool("qk_layernorm", false));
+    if (qk_layernorm)  // LayerNorms over head_dim with weight and bias: no ModelSpec term holds them
+      return doc.ErrorAt(node["qk_layernorm"], "qk_layernorm: true (phi's LayerNorms on q and k) is not modelled; "
+                                               "the published Phi-1, Phi-1.5 and Phi-2 configs set it false");
   }
   if (*type == "gpt_oss") {
     // transformers GptOssConfig / modeling_gpt_oss.py: q/k/v/o with biases and a sink logit per

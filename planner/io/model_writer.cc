@@ -160,10 +160,23 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Bool("add_bias_linear", m.o_bias);
     o.Bool("add_qkv_bias", m.qkv_bias);
     o.Bool("rmsnorm", m.norm == NormKind::kRms);
+  } else if (t == "internlm2" || t == "baichuan") {
+    // Remote-code families whose heads are hidden / heads (no head_dim key); Baichuan has no
+    // KV heads and takes its position kind from hidden_size, InternLM2 biases q/k/v/o with `bias`.
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("intermediate_size", m.intermediate);
+    o.Key("num_hidden_layers", m.layers);
+    o.Key("num_attention_heads", m.heads);
+    if (t == "internlm2") o.Key("num_key_value_heads", m.kv_heads);
+    o.Key(t == "internlm2" ? "max_position_embeddings" : "model_max_length", m.max_positions);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    if (t == "internlm2") o.Bool("bias", m.o_bias);
   } else {
     Common(o, m);
   }
   if (t == "gpt_neox") o.Bool("use_parallel_residual", m.parallel_residual);
+  if (t == "cohere") o.Bool("use_qk_norm", m.qk_norm_whole);
   if (t == "mixtral" || t == "gpt_oss") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);

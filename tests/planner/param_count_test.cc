@@ -413,6 +413,184 @@ TEST(Families, DeepseekV2Lite) {
   EXPECT_EQ(m->attention, AttentionKind::kMla);
 }
 
+// The plan file's model section (ModelToYaml) parses back to the same spec.
+void ExpectReadsBack(const ModelSpec& m) {
+  auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto back = ParseModel(*doc, m.name);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(m, 0);
+  EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
+}
+
+// InternLM2.5 (internlm/internlm2_5-7b config.json, remote code modeling_internlm2.py): h 4096,
+// 32 heads and 8 KV heads of 128, 32 layers, FFN 14336, vocab 92544, bias false, untied.
+// Per layer: fused wqkv 4096 x (32 + 2 x 8) x 128, wo 4096 x 4096, SwiGLU w1/w3/w2 3 x 4096 x
+// 14336, attention_norm and ffn_norm 2 x 4096; tok_embeddings and output 2 x 92544 x 4096;
+// the final norm 4096: 7,737,708,544.
+TEST(Families, Internlm2) {
+  auto m = FromJson(R"({"architectures":["InternLM2ForCausalLM"],"attn_implementation":"eager",
+    "auto_map":{"AutoConfig":"configuration_internlm2.InternLM2Config",
+      "AutoModelForCausalLM":"modeling_internlm2.InternLM2ForCausalLM"},"bias":false,"bos_token_id":1,
+    "eos_token_id":2,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":14336,
+    "max_position_embeddings":32768,"model_type":"internlm2","num_attention_heads":32,"num_hidden_layers":32,
+    "num_key_value_heads":8,"pad_token_id":2,"pretraining_tp":1,"rms_norm_eps":1e-05,
+    "rope_scaling":{"type":"dynamic","factor":2.0},"rope_theta":1000000,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","transformers_version":"4.41.0","use_cache":true,"vocab_size":92544})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t layer = 4096LL * (32 + 2 * 8) * 128 + 4096LL * 4096 + 3 * 4096LL * 14336 + 2 * 4096;
+  EXPECT_EQ(CountParams(*m).total, 32 * layer + 2 * 92544LL * 4096 + 4096);
+  EXPECT_EQ(CountParams(*m).total, 7'737'708'544);
+  EXPECT_EQ(m->kv_heads, 8);
+  EXPECT_FALSE(m->qkv_bias);
+  EXPECT_EQ(m->decoder_layer_class, "InternLM2DecoderLayer");
+  ExpectReadsBack(*m);
+  // InternLM2Config's `bias` defaults to true: wqkv and wo then carry biases.
+  auto biased = FromJson(R"({"model_type":"internlm2","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
+    "num_attention_heads":4,"num_key_value_heads":2,"vocab_size":100})");
+  ASSERT_TRUE(biased.ok()) << biased.status().message();
+  const int64_t h = 256, kv = 2 * 64;
+  const int64_t attn = h * (h + 2 * kv) + (h + 2 * kv) + h * h + h;
+  EXPECT_EQ(CountParams(*biased).total, 2 * (attn + 3 * h * 512 + 2 * h) + h + 2 * 100 * h);
+  ExpectReadsBack(*biased);
+}
+
+// Baichuan2 (baichuan-inc remote code, modeling_baichuan.py of each size): W_pack 3 x h x h and
+// o_proj h x h without biases, SwiGLU gate/up/down, two RMSNorms, an untied NormHead, vocab
+// 125696. 7B (h 4096, 32 heads, FFN 11008, 32 layers, RoPE): 7,505,973,248. 13B (h 5120, 40
+// heads, FFN 13696, 40 layers, ALiBi): 13,896,668,160.
+TEST(Families, Baichuan2) {
+  auto b7 = FromJson(R"({"architectures":["BaichuanForCausalLM"],"auto_map":{"AutoConfig":
+    "configuration_baichuan.BaichuanConfig","AutoModelForCausalLM":"modeling_baichuan.BaichuanForCausalLM"},
+    "bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,
+    "intermediate_size":11008,"max_position_embeddings":4096,"model_max_length":4096,"model_type":"baichuan",
+    "num_attention_heads":32,"num_hidden_layers":32,"pad_token_id":0,"rms_norm_eps":1e-06,"_from_model_config":true,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16","transformers_version":"4.29.2","use_cache":true,
+    "vocab_size":125696,"z_loss_weight":0})");
+  ASSERT_TRUE(b7.ok()) << b7.status().message();
+  const int64_t layer7 = 4 * 4096LL * 4096 + 3 * 4096LL * 11008 + 2 * 4096;
+  EXPECT_EQ(CountParams(*b7).total, 32 * layer7 + 2 * 125696LL * 4096 + 4096);
+  EXPECT_EQ(CountParams(*b7).total, 7'505'973'248);
+  EXPECT_EQ(b7->position, PositionKind::kRotary);
+  EXPECT_EQ(b7->decoder_layer_class, "DecoderLayer");
+  auto b13 = FromJson(R"({"_from_model_config":true,"architectures":["BaichuanForCausalLM"],"bos_token_id":1,
+    "eos_token_id":2,"gradient_checkpointing":false,"hidden_act":"silu","hidden_size":5120,"initializer_range":0.02,
+    "intermediate_size":13696,"model_max_length":4096,"model_type":"baichuan","num_attention_heads":40,
+    "num_hidden_layers":40,"pad_token_id":0,"rms_norm_eps":1e-06,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","transformers_version":"4.29.2","use_cache":true,"vocab_size":125696,"z_loss_weight":0})");
+  ASSERT_TRUE(b13.ok()) << b13.status().message();
+  const int64_t layer13 = 4 * 5120LL * 5120 + 3 * 5120LL * 13696 + 2 * 5120;
+  EXPECT_EQ(CountParams(*b13).total, 40 * layer13 + 2 * 125696LL * 5120 + 5120);
+  EXPECT_EQ(CountParams(*b13).total, 13'896'668'160);
+  EXPECT_EQ(b13->position, PositionKind::kAlibi);
+  EXPECT_EQ(b13->max_positions, 4096);
+  EXPECT_EQ(b13->decoder_layer_class, "BaichuanLayer");
+  ExpectReadsBack(*b7);
+  ExpectReadsBack(*b13);
+}
+
+// OLMo-2 (allenai/OLMo-2-1124-7B config.json, modeling_olmo2.py): h 4096, 32 heads of 128 (MHA),
+// FFN 11008, 32 layers, vocab 100352, untied. Per layer: q/k/v/o 4 x 4096 x 4096, q_norm and
+// k_norm RMSNorms over the whole projections (2 x 4096), SwiGLU 3 x 4096 x 11008,
+// post_attention and post_feedforward norms 2 x 4096; embed and lm_head 2 x 100352 x 4096; the
+// final norm: 7,298,617,344. OLMo-1 (allenai/OLMo-7B-hf, modeling_olmo.py): the same shape
+// with vocab 50304 and LayerNorms without weight or bias, so no norm parameters:
+// 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 2 x 50304 x 4096 = 6,888,095,744.
+TEST(Families, Olmo) {
+  auto o2 = FromJson(R"({"architectures":["Olmo2ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+    "eos_token_id":100257,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":11008,
+    "max_position_embeddings":4096,"model_type":"olmo2","num_attention_heads":32,"num_hidden_layers":32,
+    "num_key_value_heads":32,"pad_token_id":100277,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":500000,
+    "tie_word_embeddings":false,"torch_dtype":"float32","transformers_version":"4.47.0.dev0","use_cache":true,
+    "vocab_size":100352})");
+  ASSERT_TRUE(o2.ok()) << o2.status().message();
+  const int64_t layer2 = 4 * 4096LL * 4096 + 2 * 4096 + 3 * 4096LL * 11008 + 2 * 4096;
+  EXPECT_EQ(CountParams(*o2).total, 32 * layer2 + 2 * 100352LL * 4096 + 4096);
+  EXPECT_EQ(CountParams(*o2).total, 7'298'617'344);
+  EXPECT_EQ(CountParams(*o2).attention, 32 * (4 * 4096LL * 4096 + 2 * 4096));
+  ExpectReadsBack(*o2);
+  // GQA: k_norm spans the KV heads only.
+  auto gqa = FromJson(R"({"model_type":"olmo2","hidden_size":512,"intermediate_size":1024,"num_hidden_layers":2,
+    "num_attention_heads":8,"num_key_value_heads":2,"vocab_size":100})");
+  ASSERT_TRUE(gqa.ok()) << gqa.status().message();
+  EXPECT_EQ(AttentionParams(*gqa), 2 * 512 * 512 + 2 * 512 * 128 + 512 + 128);
+  ExpectReadsBack(*gqa);
+
+  auto o1 = FromJson(R"({"architectures":["OlmoForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+    "bos_token_id":null,"clip_qkv":null,"eos_token_id":50279,"hidden_act":"silu","hidden_size":4096,
+    "initializer_range":0.02,"intermediate_size":11008,"max_position_embeddings":2048,"model_type":"olmo",
+    "num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,"pad_token_id":1,"rope_scaling":null,
+    "rope_theta":10000.0,"tie_word_embeddings":false,"torch_dtype":"float32","use_cache":true,"vocab_size":50304})");
+  ASSERT_TRUE(o1.ok()) << o1.status().message();
+  EXPECT_EQ(CountParams(*o1).norms, 0);
+  EXPECT_EQ(CountParams(*o1).total, 32 * (4 * 4096LL * 4096 + 3 * 4096LL * 11008) + 2 * 50304LL * 4096);
+  EXPECT_EQ(CountParams(*o1).total, 6'888'095'744);
+  ExpectReadsBack(*o1);
+}
+
+// Phi-2 (microsoft/phi-2 config.json, modeling_phi.py): h 2560, 32 heads of 80, FFN 10240, 32
+// layers, vocab 51200, partial_rotary_factor 0.4. Per layer: q/k/v/dense with biases
+// 4 x (2560^2 + 2560), fc1/fc2 with biases 2 x 2560 x 10240 + 10240 + 2560, one input_layernorm
+// (weight, bias) 2 x 2560; embed_tokens 51200 x 2560, lm_head 51200 x 2560 plus its 51200-long
+// bias, final_layernorm 2 x 2560: 2,779,683,840. Phi-1.5 (PhiConfig's defaults: h 2048, 24
+// layers, FFN 8192): 1,418,270,720.
+TEST(Families, Phi) {
+  auto phi2 = FromJson(R"({"_name_or_path":"microsoft/phi-2","architectures":["PhiForCausalLM"],
+    "attention_dropout":0.0,"bos_token_id":50256,"embd_pdrop":0.0,"eos_token_id":50256,"hidden_act":"gelu_new",
+    "hidden_size":2560,"initializer_range":0.02,"intermediate_size":10240,"layer_norm_eps":1e-05,
+    "max_position_embeddings":2048,"model_type":"phi","num_attention_heads":32,"num_hidden_layers":32,
+    "num_key_value_heads":32,"partial_rotary_factor":0.4,"qk_layernorm":false,"resid_pdrop":0.1,"rope_scaling":null,
+    "rope_theta":10000.0,"tie_word_embeddings":false,"torch_dtype":"float16","transformers_version":"4.37.0",
+    "use_cache":true,"vocab_size":51200})");
+  ASSERT_TRUE(phi2.ok()) << phi2.status().message();
+  const int64_t h = 2560, f = 10240, V = 51200;
+  const int64_t layer = 4 * (h * h + h) + (2 * h * f + f + h) + 2 * h;
+  const ParamCounts c = CountParams(*phi2);
+  EXPECT_EQ(c.head, V * h + V);
+  EXPECT_EQ(c.total, 32 * layer + 2 * V * h + V + 2 * h);
+  EXPECT_EQ(c.total, 2'779'683'840);
+  EXPECT_TRUE(phi2->parallel_residual);
+  EXPECT_EQ(phi2->dtype, Dtype::kFp16);
+  ExpectReadsBack(*phi2);
+  auto phi15 = FromJson(R"({"model_type":"phi"})");
+  ASSERT_TRUE(phi15.ok()) << phi15.status().message();
+  EXPECT_EQ(CountParams(*phi15).total, 1'418'270'720);
+  // Per-head q/k LayerNorms have no ModelSpec term: refused rather than miscounted.
+  auto qk = FromJson(R"({"model_type":"phi","qk_layernorm":true})");
+  ASSERT_FALSE(qk.ok());
+  EXPECT_NE(qk.status().message().find("qk_layernorm: true"), std::string::npos) << qk.status().message();
+}
+
+// Command-R (CohereForAI/c4ai-command-r-v01 config.json, modeling_cohere.py): h 8192, 64 heads
+// of 128 (MHA), FFN 22528, 40 layers, vocab 256000, the head tied to the embedding. Per layer:
+// q/k/v/o 4 x 8192^2, SwiGLU 3 x 8192 x 22528, one bias-free LayerNorm 8192 feeding attention
+// and MLP in parallel; embed 256000 x 8192; the final norm: 34,980,831,232. Command R+
+// (c4ai-command-r-plus: h 12288, 96 heads and 8 KV heads of 128, FFN 33792, 64 layers,
+// use_qk_norm) adds q_norm and k_norm weights of 96 x 128 and 8 x 128 per layer:
+// 103,810,674,688 (the model card's "104B").
+TEST(Families, Cohere) {
+  auto r = FromJson(R"({"architectures":["CohereForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+    "bos_token_id":5,"eos_token_id":255001,"hidden_act":"silu","hidden_size":8192,"initializer_range":0.02,
+    "intermediate_size":22528,"layer_norm_eps":1e-05,"logit_scale":0.0625,"max_position_embeddings":8192,
+    "model_type":"cohere","num_attention_heads":64,"num_hidden_layers":40,"num_key_value_heads":64,
+    "pad_token_id":0,"rope_theta":8000000.0,"torch_dtype":"float16","transformers_version":"4.38.2",
+    "use_cache":true,"use_qk_norm":false,"vocab_size":256000})");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const int64_t layer = 4 * 8192LL * 8192 + 3 * 8192LL * 22528 + 8192;
+  EXPECT_EQ(CountParams(*r).total, 40 * layer + 256000LL * 8192 + 8192);
+  EXPECT_EQ(CountParams(*r).total, 34'980'831'232);
+  EXPECT_TRUE(r->tied_embeddings);
+  EXPECT_TRUE(r->parallel_residual);
+  ExpectReadsBack(*r);
+  auto plus = FromJson(R"({"model_type":"cohere","hidden_size":12288,"intermediate_size":33792,"num_hidden_layers":64,
+    "num_attention_heads":96,"num_key_value_heads":8,"vocab_size":256000,"logit_scale":0.8333333333333334,
+    "use_qk_norm":true,"max_position_embeddings":131072})");
+  ASSERT_TRUE(plus.ok()) << plus.status().message();
+  const int64_t attn = 2 * 12288LL * 12288 + 2 * 12288LL * 1024 + 96 * 128 + 8 * 128;
+  EXPECT_EQ(CountParams(*plus).total, 64 * (attn + 3 * 12288LL * 33792 + 12288) + 256000LL * 12288 + 12288);
+  EXPECT_EQ(CountParams(*plus).total, 103'810'674'688);
+  ExpectReadsBack(*plus);
+}
+
 TEST(Dtype, AcceptsDtypeAndTorchDtype) {
   auto a = FromJson(R"({"model_type":"llama","dtype":"float16"})");
   auto b = FromJson(R"({"model_type":"llama","torch_dtype":"float32"})");
