@@ -149,12 +149,6 @@ TEST(Search, SeenLayoutsForCharts) {
   EXPECT_TRUE(Search(m, Train(8192, 64), c, SearchOptions()).seen.empty());  // off by default
 }
 
-}  // namespace
-}  // namespace shardplan
-
-namespace shardplan {
-namespace {
-
 // fms-fsdp's "Selective AC" wraps a fraction of the blocks in full checkpointing
 // (selective_checkpointing); with the fraction unstated, the estimate takes the fewest
 // blocks that fit and says how many. Llama 2 70B over 128 A100 80GB at micro-batch 2 x 4096
