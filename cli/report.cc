@@ -93,7 +93,7 @@ nlohmann::json PlanJson(const Plan& p) {
     j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
-                   {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
+                   {"flash_attention", r.flash_attention}, {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included
   const double frag = p.memory_options.fragmentation >= 0 ? p.memory_options.fragmentation

@@ -106,6 +106,9 @@ expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the lea
 check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1,ac=none --seq-len 8192
 # An unstated micro-batch is said, and for torchtitan's pipelines what older releases did:
 # 256 sequences over dp=2 are 128 per rank, 16 per stage when cut into pp=8 micro-batches.
+# Megatron-DeepSpeed's attention is unfused unless the workload says otherwise, in --json too.
+check mds-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron-deepspeed,tp=8,ac=full --json
+json mds-flash 'j["recipe"]["flash_attention"] is False and j["layout"]["framework"] == "megatron-deepspeed" and any(a.startswith("flash_attention: false") for a in j["assumed"])'
 check mbs-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
 expect mbs-open-said "$tmp/out" "assumed: mbs: 1 (not stated; grad_accum 128 makes up the global batch; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=16)"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
