@@ -211,17 +211,14 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
               "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"};
     }
     case LossKind::kCompiled:
-      // torch.compile of cross_entropy(logits.float()) (torchtitan components/loss.py): one
-      // fused kernel reads the bf16 logits and keeps a per-token logsumexp; backward writes
-      // the bf16 grad straight from the saved logits, so no fp32 copy is ever whole.
-      return {2, 4, 4, "bf16 logits + per-token logsumexp; the compiled loss fuses the upcast",
-              "saved bf16 logits + their bf16 grad from the fused backward"};
     case LossKind::kKernel:
-      // flash-attn's CrossEntropyLoss (llm-foundry's default fused_crossentropy): one kernel
-      // takes the bf16 logits and saves them with a per-token logsumexp; backward writes a
-      // new bf16 grad (inplace_backward defaults to False, flash_attn/losses/cross_entropy.py).
-      return {2, 4, 4, "bf16 logits + per-token logsumexp in one cross-entropy kernel",
-              "saved bf16 logits + the kernel's bf16 grad"};
+      // One kernel reads the bf16 logits, fuses the upcast and keeps a per-token logsumexp;
+      // backward writes a new bf16 grad from the saved logits, so no fp32 copy is ever whole:
+      // torch.compile of cross_entropy(logits.float()) (torchtitan components/loss.py), and
+      // flash-attn's CrossEntropyLoss, llm-foundry's default fused_crossentropy
+      // (inplace_backward defaults to False, flash_attn/losses/cross_entropy.py).
+      return {2, 4, 4, "bf16 logits + per-token logsumexp; one kernel fuses the upcast and the loss",
+              "saved bf16 logits + their bf16 grad from the fused backward"};
     case LossKind::kNoUpcast:
       // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
       // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its

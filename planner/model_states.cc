@@ -100,7 +100,8 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     // With bf16 at ZeRO 0/1 (and under the pipeline engine) DeepSpeed runs BF16_Optimizer,
     // which accumulates gradients in full fp32 buffers (bf16_optimizer.py
     // fp32_groups_gradients; BLOOM's chronicles: +4 B/param, not sharded).
-    if (ctx.w.precision == Dtype::kBf16 && l.zero <= 1 && mixed)
+    const bool bf16_optimizer = ctx.w.precision == Dtype::kBf16 && l.zero <= 1 && mixed;
+    if (bf16_optimizer)
       Add(out, "fp32_grad_accumulation", 4 * full, Phase::kSetup, Phase::kStep,
           "BF16_Optimizer fp32 gradient accumulation buffer, 4 B/param, unsharded");
     // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements (x2 with overlap_comm).
@@ -116,7 +117,6 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     // flatten(averaged_gradients).to(fp32): the flattened 16-bit copy lives beside it while
     // the grads_in_partition it was copied from still does. BF16_Optimizer steps on its fp32
     // accumulation buffer instead.
-    const bool bf16_optimizer = ctx.w.precision == Dtype::kBf16 && l.zero <= 1 && mixed;
     if (!opt_off && l.zero >= 1 && !bf16_optimizer)
       Add(out, "grad_flatten_copy", wb * master_elems, Phase::kStep, Phase::kStep,
           "flatten(averaged_gradients) before .to(fp32) at step(), 2P/N (stage_1_and_2.py)");

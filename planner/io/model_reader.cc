@@ -132,13 +132,20 @@ Status ReadDtype(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
-// Keys shared by the llama-like families (llama, mistral, mixtral, qwen*, gemma*, deepseek).
-Status ReadCommon(const Reader& r, const Defaults& d, ModelSpec& m) {
+// vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads: the
+// dimensions every family written with llama's key names states.
+Status ReadLlamaDims(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
   SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", d.intermediate, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
   SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  return Status::Ok();
+}
+
+// Keys shared by the llama-like families (llama, mistral, mixtral, qwen*, gemma*, deepseek).
+Status ReadCommon(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_RETURN_IF_ERROR(ReadLlamaDims(r, d, m));
   SP_ASSIGN_OR_RETURN(m.kv_heads, r.Int("num_key_value_heads", d.kv_heads ? d.kv_heads : m.heads, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
   SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
@@ -327,11 +334,7 @@ Status ReadChatglm(const Reader& r, const Defaults& d, ModelSpec& m) {
 // The dimensions of the remote-code families whose modeling files ignore head_dim (heads of
 // hidden / heads) and, unless `gqa`, num_key_value_heads.
 Status ReadFixedHeadDims(const Reader& r, const Defaults& d, ModelSpec& m, bool gqa) {
-  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
-  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", d.intermediate, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  SP_RETURN_IF_ERROR(ReadLlamaDims(r, d, m));
   m.kv_heads = m.heads;
   if (gqa) {
     SP_ASSIGN_OR_RETURN(m.kv_heads, r.Int("num_key_value_heads", m.heads, 1, 1 << 16));

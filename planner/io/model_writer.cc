@@ -20,12 +20,17 @@ class Out {
   std::ostringstream ss_;
 };
 
-void Common(Out& o, const ModelSpec& m) {
+// The dimensions under llama's key names (the reader's ReadLlamaDims).
+void LlamaDims(Out& o, const ModelSpec& m, int64_t intermediate) {
   o.Key("vocab_size", m.vocab);
   o.Key("hidden_size", m.hidden);
-  o.Key("intermediate_size", m.model_type == "llama4_text" ? m.expert_intermediate : m.intermediate);
+  o.Key("intermediate_size", intermediate);
   o.Key("num_hidden_layers", m.layers);
   o.Key("num_attention_heads", m.heads);
+}
+
+void Common(Out& o, const ModelSpec& m) {
+  LlamaDims(o, m, m.model_type == "llama4_text" ? m.expert_intermediate : m.intermediate);
   o.Key("num_key_value_heads", m.kv_heads);
   o.Key("head_dim", m.head_dim);
   o.Key("max_position_embeddings", m.max_positions);
@@ -163,11 +168,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   } else if (t == "internlm2" || t == "baichuan") {
     // Remote-code families whose heads are hidden / heads (no head_dim key); Baichuan has no
     // KV heads and takes its position kind from hidden_size, InternLM2 biases q/k/v/o with `bias`.
-    o.Key("vocab_size", m.vocab);
-    o.Key("hidden_size", m.hidden);
-    o.Key("intermediate_size", m.intermediate);
-    o.Key("num_hidden_layers", m.layers);
-    o.Key("num_attention_heads", m.heads);
+    LlamaDims(o, m, m.intermediate);
     if (t == "internlm2") o.Key("num_key_value_heads", m.kv_heads);
     o.Key(t == "internlm2" ? "max_position_embeddings" : "model_max_length", m.max_positions);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
