@@ -33,7 +33,8 @@ Registrar reg(60, [](CLI::App& app) {
     }
     nlohmann::json j = {{"name", c->name}, {"nodes", c->nodes}, {"gpus_per_node", c->gpus_per_node},
                         {"gpus", c->world_size()}, {"gpu", {{"name", c->gpu.name}, {"display_name", c->gpu.display_name},
-                        {"memory_bytes", c->gpu.memory_bytes}, {"bf16_flops", c->gpu.bf16_flops},
+                        {"memory_bytes", c->gpu.memory_bytes}, {"allocatable_bytes", UsableMemory(c->gpu)},
+                        {"bf16_flops", c->gpu.bf16_flops},
                         {"memory_bandwidth", c->gpu.memory_bandwidth}, {"nvlink_bandwidth", c->gpu.nvlink_bandwidth},
                         {"tdp_watts", c->gpu.tdp_watts},
                         {"power_limit_watts", c->gpu.power_limit_watts > 0 ? c->gpu.power_limit_watts : c->gpu.tdp_watts}}},

@@ -86,7 +86,7 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   int64_t non_kv = 0;
   for (const MemoryTerm& t : stage.terms)
     if (t.name != "kv_cache" && (t.pool == Pool::kTorch || t.pool == Pool::kNonTorch)) non_kv += t.bytes;
-  const double budget = static_cast<double>(ctx.c.gpu.memory_bytes) * ctx.w.inference.gpu_memory_utilization;
+  const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
   if (available > 0 && kv.kv_bytes_per_token > 0) {
     const int64_t page = kv.kv_bytes_per_token * kBlock;

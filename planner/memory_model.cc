@@ -196,7 +196,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
   MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
   MemoryEstimate e;
   e.inference = !w.training();
-  e.capacity_bytes = c.gpu.memory_bytes;
+  e.capacity_bytes = UsableMemory(c.gpu);
   e.headroom_required_bytes = opt.headroom_bytes;
   const double frag = opt.fragmentation >= 0 ? opt.fragmentation : DefaultFragmentation(l, w);
   const std::vector<int> layers = StageLayers(m, l);

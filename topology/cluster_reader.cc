@@ -99,6 +99,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           c.gpu.name = stated.name;
           c.gpu.display_name = stated.display_name;
           c.gpu.memory_bytes = stated.memory_bytes;
+          if (gpu["driver_reserved"].IsDefined()) c.gpu.reserved_bytes = stated.reserved_bytes;
           if (gpu["nvlink_bandwidth"].IsDefined()) c.gpu.nvlink_bandwidth = stated.nvlink_bandwidth;
           if (gpu["memory_bandwidth"].IsDefined()) c.gpu.memory_bandwidth = stated.memory_bandwidth;
           if (gpu["power_limit"].IsDefined()) c.gpu.power_limit_watts = stated.power_limit_watts;
@@ -176,8 +177,8 @@ std::string DescribeCluster(const ClusterSpec& c) {
   std::snprintf(buf, sizeof buf, "GPUs         %d = %d node(s) x %d  %s (%s)\n", c.world_size(), c.nodes,
                 c.gpus_per_node, c.gpu.display_name.c_str(), c.gpu.name.c_str());
   out += buf;
-  std::snprintf(buf, sizeof buf, "GPU memory   %s each, %s in all\n", FormatBytes(c.gpu.memory_bytes).c_str(),
-                FormatBytes(c.gpu.memory_bytes * c.world_size()).c_str());
+  std::snprintf(buf, sizeof buf, "GPU memory   %s each (%s allocatable), %s in all\n", FormatBytes(c.gpu.memory_bytes).c_str(),
+                FormatBytes(UsableMemory(c.gpu)).c_str(), FormatBytes(c.gpu.memory_bytes * c.world_size()).c_str());
   out += buf;
   std::snprintf(buf, sizeof buf, "GPU compute  %.1f TFLOP/s bf16 dense, %s memory bandwidth\n", c.gpu.bf16_flops / 1e12,
                 FormatBandwidth(c.gpu.memory_bandwidth).c_str());

@@ -25,6 +25,7 @@ struct GpuSpec {
   int nvlink_domain = 0;             // GPUs one NVLink fabric joins as the system ships (GB200 NVL72: 72); 0 = a node
   double nic_bandwidth = 0;          // network per GPU in the system the GPU ships in, bytes/s one direction; 0 = unknown
   int sms = 0;                       // streaming multiprocessors; 0 = unknown (estimated from the peak)
+  int64_t reserved_bytes = 0;        // of memory_bytes, what the driver keeps for itself (see UsableMemory)
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -36,6 +37,13 @@ struct LinkSpec {
   int domain = 0;                    // intra-node only: GPUs the fabric joins across nodes (NVL72: 72); 0 = one node
   bool operator==(const LinkSpec&) const = default;
 };
+
+// The memory CUDA lets processes allocate: cudaMemGetInfo's total, which PyTorch's OOM message
+// calls "total capacity" and vLLM multiplies by gpu_memory_utilization. It is nvidia-smi's
+// total less what the driver reserves for itself (nvidia-smi -q "Reserved"; an 80 GB A100
+// reports 80.00 GiB and PyTorch 79.15 GiB). An allocation fails against this figure, so the
+// fit test and serving budgets use it.
+inline int64_t UsableMemory(const GpuSpec& gpu) { return gpu.memory_bytes - gpu.reserved_bytes; }
 
 // The NVLink domain `gpu` ships in (GB200 NVL72: 72) for nodes of `gpus_per_node` of them,
 // when it spans several whole nodes and the GPU has NVLink; 0 when the node is the domain.

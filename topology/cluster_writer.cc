@@ -72,6 +72,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   std::vector<std::string> d;
   if (g.display_name != c.display_name) d.push_back("display_name");
   if (g.memory_bytes != c.memory_bytes) d.push_back("memory");
+  if (g.reserved_bytes != c.reserved_bytes) d.push_back("driver_reserved");
   if (g.bf16_flops != c.bf16_flops || g.fp16_flops != c.fp16_flops || g.fp8_flops != c.fp8_flops ||
       g.fp32_flops != c.fp32_flops)
     d.push_back("tflops");
@@ -101,6 +102,7 @@ std::string WriteGpu(const GpuSpec& g) {
   out += "  name: " + YamlScalar(g.name) + "\n";
   out += "  display_name: " + YamlScalar(g.display_name) + "\n";
   out += Commented("  memory: " + YamlBytes(g.memory_bytes), "as the driver reports it");
+  out += Commented("  driver_reserved: " + YamlBytes(g.reserved_bytes), "nvidia-smi -q Reserved: not allocatable");
   if (g.bf16_flops > 0 || g.fp16_flops > 0) {
     out += Commented("  bf16_tflops: " + ShortestDecimal(g.bf16_flops / 1e12), "dense, without 2:4 sparsity");
     out += "  fp16_tflops: " + ShortestDecimal(g.fp16_flops / 1e12) + "\n";

@@ -142,11 +142,18 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
                           " (catalog: " + Join(names) + "; or give a mapping with its memory)");
 }
 
+int64_t DefaultDriverReserve(int64_t memory_bytes) {
+  // The catalog's measured reserves run from 0.25 GiB (T4, V100) to 0.85 GiB (A100 80GB);
+  // half a GiB stands in for a card nobody measured, never more than 1/16 of a small one.
+  return std::min<int64_t>(int64_t{1} << 29, memory_bytes / 16);
+}
+
 StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const std::string& name, bool inline_spec) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "gpu"));
   std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
-                                   "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "source"};
+                                   "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "driver_reserved",
+                                   "source"};
   if (inline_spec) keys.push_back("name");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
   GpuSpec g;
@@ -158,6 +165,10 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> mem, doc.Bytes(node, "memory"));
   if (!mem || *mem <= 0) return doc.ErrorAt(node, "gpu: needs a positive memory size such as \"80 GiB\"");
   g.memory_bytes = *mem;
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> reserved, doc.Bytes(node, "driver_reserved"));
+  if (reserved && (*reserved < 0 || *reserved >= g.memory_bytes))
+    return doc.ErrorAt(node["driver_reserved"], "driver_reserved: expected a size from 0 to below the GPU's memory");
+  g.reserved_bytes = reserved ? *reserved : DefaultDriverReserve(g.memory_bytes);
   SP_ASSIGN_OR_RETURN(std::optional<double> bf16, doc.Number(node, "bf16_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp16, doc.Number(node, "fp16_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp8, doc.Number(node, "fp8_tflops", 0, 1e6));

@@ -11,6 +11,8 @@
 
 namespace shardplan {
 
+// What the driver keeps of `memory_bytes` on a card whose reserve nobody measured.
+int64_t DefaultDriverReserve(int64_t memory_bytes);
 // Reads one GPU mapping (catalog entry or an inline `gpu:` in a cluster file).
 StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const std::string& name, bool inline_spec);
 // Looks `name` up in the built-in catalog.

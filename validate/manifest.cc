@@ -126,7 +126,7 @@ StatusOr<RankManifest> BuildManifest(const Plan& plan, int rank) {
   m.planned_device_peak = stage.device_peak;
   m.planned_peak_phase = stage.peak_phase;
   m.capacity_bytes = plan.memory.capacity_bytes > 0 ? plan.memory.capacity_bytes
-                                                    : plan.cluster.gpu.memory_bytes;
+                                                    : UsableMemory(plan.cluster.gpu);
   m.headroom_bytes = plan.memory.headroom_required_bytes;
   return m;
 }

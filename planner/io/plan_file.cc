@@ -39,6 +39,7 @@ std::string ClusterYaml(const ClusterSpec& c) {
   if (g.nvlink_domain > 0) o << ", nvlink_domain: " << g.nvlink_domain;
   if (g.nic_bandwidth > 0) o << ", nic_bandwidth: " << BandwidthText(g.nic_bandwidth);
   if (g.sms > 0) o << ", sms: " << g.sms;
+  o << ", driver_reserved: " << BytesText(g.reserved_bytes);
   o << "}\n";
   // A zero latency is one nobody measured (discovery leaves it so): left out, the reader's
   // default stands in, as it does for a cluster file.

@@ -12,6 +12,7 @@
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
 #include "planner/layout.h"
+#include "planner/units.h"
 #include "topology/cluster_reader.h"
 
 namespace shardplan {
@@ -294,6 +295,33 @@ TEST(ClusterRejects, PowerLimit) {
   const std::string bare = ClusterError("gpus_per_node: 1\ngpu: {name: H100, memory: 80 GiB, power_limit: 500}\n").message();
   EXPECT_NE(bare.find("cluster.yaml:2:"), std::string::npos) << bare;
   EXPECT_NE(bare.find("power_limit"), std::string::npos) << bare;
+}
+
+// What the driver keeps is not allocatable: PyTorch reports an 80 GB A100 (nvidia-smi 81920
+// MiB) as "79.15 GiB total capacity", so a card's capacity is its memory less the catalog's
+// driver_reserved; a card nobody measured keeps 512 MiB, a file may state its own, and a
+// reserve that leaves nothing is an error on its line.
+TEST(ClusterRejects, DriverReserved) {
+  auto a100 = ReadCluster("gpus_per_node: 8\ngpu: a100-sxm-80gb\n");
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  EXPECT_EQ(a100->gpu.reserved_bytes, 870 * kMiB);
+  EXPECT_EQ(UsableMemory(a100->gpu), (81920 - 870) * kMiB);  // 79.15 GiB
+  EXPECT_NE(DescribeCluster(*a100).find("(79.15 GiB allocatable)"), std::string::npos) << DescribeCluster(*a100);
+  auto unmeasured = ReadCluster("gpus_per_node: 4\ngpu: {name: 24 GB card, memory: 24 GiB}\n");
+  ASSERT_TRUE(unmeasured.ok()) << unmeasured.status().message();
+  EXPECT_EQ(unmeasured->gpu.reserved_bytes, 512 * kMiB);
+  auto tiny = ReadCluster("gpus_per_node: 1\ngpu: {name: small card, memory: 2 GiB}\n");
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  EXPECT_EQ(tiny->gpu.reserved_bytes, 128 * kMiB);  // 1/16 of the card
+  auto stated = ReadCluster("gpus_per_node: 8\ngpu: {name: H100 96GB HBM2e, memory: 96 GiB, driver_reserved: 0 B}\n");
+  ASSERT_TRUE(stated.ok()) << stated.status().message();
+  EXPECT_EQ(UsableMemory(stated->gpu), 96 * kGiB);
+  auto family = ReadCluster("gpus_per_node: 8\ngpu: {name: H100 96GB HBM2e, memory: 96 GiB}\n");
+  ASSERT_TRUE(family.ok()) << family.status().message();
+  EXPECT_EQ(family->gpu.reserved_bytes, 468 * kMiB);  // the H100's, whose speeds it takes
+  const std::string all = ClusterError("gpus_per_node: 1\ngpu:\n  name: x\n  memory: 8 GiB\n  driver_reserved: 8 GiB\n").message();
+  EXPECT_NE(all.find("cluster.yaml:5:"), std::string::npos) << all;
+  EXPECT_NE(all.find("driver_reserved: expected a size from 0 to below the GPU's memory"), std::string::npos) << all;
 }
 
 // GB200 ships as NVL72: several GB200 trays share one 72-GPU NVLink domain unless the file

@@ -97,6 +97,29 @@ TEST(Inference, KvBytesPerToken) {
   EXPECT_EQ(d.kv.kv_bytes_per_token, 70'272);  // the latent is replicated across TP ranks
 }
 
+// vLLM sizes its KV pool from what CUDA can allocate (torch.cuda.mem_get_info's total), not
+// nvidia-smi's total: llm-d's vLLM 0.19 log for Llama-3.1-8B on one H100 at 0.95 ("physical
+// 79.19 GiB") holds 476,016 KV tokens. Sized from 79.65 GiB, the pool would be 0.44 GiB
+// (~3,600 tokens) larger.
+TEST(Inference, KvPoolSizedByAllocatableMemory) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  Workload w;
+  w.task = Task::kInference;
+  w.seq_len = 8192;
+  w.inference.prompt_len = 8192;
+  w.inference.gen_len = 0;
+  w.inference.gpu_memory_utilization = 0.95;
+  ModelSpec m = Model("llama-3.1-8b");
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  EXPECT_EQ(e.capacity_bytes, (81559 - 468) * kMiB);
+  EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), 476'016, 0.01 * 476'016);
+  ClusterSpec whole = c;
+  whole.gpu.reserved_bytes = 0;
+  const MemoryEstimate w0 = EstimateMemory(m, w, Resolve(m, w, whole, "tp=1"), whole);
+  EXPECT_NEAR(static_cast<double>(w0.kv.max_kv_tokens - e.kv.max_kv_tokens), 0.95 * 468 * kMiB / 131'072, 16);
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
