@@ -19,9 +19,12 @@ constexpr int64_t kDeepSpeedParamBuffer = 100'000'000;      // offload_param buf
 constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;
 
 // vLLM V1 scheduler: max_num_batched_tokens for its profile run (chunked prefill), the
-// max_num_seqs rows of sampler logits, and the KV page size in tokens.
+// max_num_seqs rows of sampler logits (1024 on cards of 70 GiB and more other than the A100,
+// 256 on the rest: EngineArgs._set_default_args, "Defaulting max_num_seqs to 1024 for
+// OPENAI_API_SERVER usage context" in llm-d's vLLM 0.19 H100 logs), and the KV page size.
 constexpr int64_t kVllmBatchedTokens = 8192;
 constexpr int64_t kVllmMaxSeqs = 256;
+constexpr int64_t kVllmMaxSeqsLargeGpu = 1024;
 constexpr int64_t kVllmBlockTokens = 16;
 
 // Dropless MoE routing with a load-balancing loss is never perfectly balanced: the busiest

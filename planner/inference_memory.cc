@@ -13,8 +13,24 @@ namespace shardplan {
 namespace {
 
 constexpr int64_t kProfileTokens = defaults::kVllmBatchedTokens;
-constexpr int64_t kMaxNumSeqs = defaults::kVllmMaxSeqs;
 constexpr int64_t kBlock = defaults::kVllmBlockTokens;
+// vLLM V1's profile ends with a dummy sampler run over max_num_seqs requests: whole-vocabulary
+// logits (gathered on every TP rank), their fp32 copy, the softmax and the top-k/top-p sort's
+// values and int64 indices. Its peak per logit element in llm-d's vLLM 0.19 H100 logs
+// (torch peak / (1024 x vocab)): Llama-3.1-8B 15.4 B, Qwen2.5-7B 15.2, Qwen3-8B 15.3,
+// Gemma-2-9B 15.0, Gemma-3-12B 15.8, phi-4 15.9, Mistral-Small-24B 16.2. It is the whole
+// activation peak whenever it exceeds the forward's (freed before the sampler runs).
+constexpr double kSamplerBytesPerLogit = 15.5;
+// The non-torch memory vLLM's profile sees grow after the CUDA context exists (the context
+// itself is outside its budget): 0.24-0.27 GiB on one GPU in the same logs (cuBLASLt and
+// attention-backend workspaces, compiled-graph state).
+constexpr int64_t kVllmNonTorchBase = 256 * kMiB;
+
+// Sequences vLLM's sampler is profiled for on this GPU (framework_defaults.h).
+int64_t ProfiledSequences(const GpuSpec& g) {
+  return UsableMemory(g) >= 70 * kGiB && g.compute_capability != 80 ? defaults::kVllmMaxSeqsLargeGpu
+                                                                     : defaults::kVllmMaxSeqs;
+}
 
 }  // namespace
 
@@ -61,16 +77,20 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
   out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
                  Pool::kTorch, "2 x layers x kv heads/TP x head_dim x dtype per token (vLLM kv_cache_interface.py)"});
-  // Profile forward of max_num_batched_tokens: the widest intermediates of one layer.
+  // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
+  // last stage the dummy sampler run that follows, whichever is larger.
   const double t = l.tp;
   const double tokens = static_cast<double>(std::min<int64_t>(kProfileTokens, std::max<int64_t>(context * l.batch, 1)));
   const double f = static_cast<double>(m.is_moe() ? m.expert_intermediate * m.experts_per_token : m.intermediate);
   const double width = 2 * f / t * 2 + 3 * static_cast<double>(m.hidden) + static_cast<double>(m.q_width() + 2 * m.kv_width()) / t;
-  out.push_back({"activation_workspace", static_cast<int64_t>(tokens * width * 2), 4, Phase::kForward, Phase::kForward,
-                 Pool::kTorch, "one layer's intermediates for max_num_batched_tokens=8192 (vLLM profile_run)"});
-  if (s.last)
-    out.push_back({"logits", static_cast<int64_t>(std::min<int64_t>(kMaxNumSeqs, l.batch) * static_cast<double>(m.vocab) / t * 4), 1,
-                   Phase::kForward, Phase::kForward, Pool::kTorch, "fp32 logits of the last token per sequence"});
+  const double forward = tokens * width * 2;
+  const double sampler = s.last ? kSamplerBytesPerLogit * static_cast<double>(ProfiledSequences(ctx.c.gpu)) *
+                                      static_cast<double>(m.vocab)
+                                : 0;
+  out.push_back({"activation_workspace", static_cast<int64_t>(std::max(forward, sampler)), 4, Phase::kForward,
+                 Phase::kForward, Pool::kTorch,
+                 sampler > forward ? "vLLM profile's dummy sampler run: max_num_seqs x vocab logits, fp32 copies and sort"
+                                   : "one layer's intermediates for max_num_batched_tokens=8192 (vLLM profile_run)"});
 }
 
 InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& stage, const StageShape& s) {
@@ -82,10 +102,19 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   single.tp = 1;
   MemoryContext one{ctx.m, ctx.w, single, ctx.c, ctx.r};
   kv.kv_bytes_per_token_model = KvBytesPerToken(one, whole);
-  // vLLM: available = capacity x utilization - (weights + activation peak + non-torch).
-  int64_t non_kv = 0;
-  for (const MemoryTerm& t : stage.terms)
-    if (t.name != "kv_cache" && (t.pool == Pool::kTorch || t.pool == Pool::kNonTorch)) non_kv += t.bytes;
+  // vLLM V1: available = allocatable x utilization - (weights + activation peak + the
+  // non-torch growth it profiles), the CUDA context left out (gpu_worker.py
+  // determine_available_memory; llm-d's 0.19 logs: 0.95 x 79.19 - 17.12 = 58.11 GiB).
+  // SGLang: the pool is what is free once the weights are loaded (context and communicators
+  // included) less (1 - mem_fraction_static) of the card, so the fraction covers weights and
+  // KV alone (model_runner.py profile_max_num_token).
+  const bool sglang = ctx.w.inference.engine == ServingEngine::kSglang;
+  int64_t non_kv = sglang ? 0 : kVllmNonTorchBase;
+  for (const MemoryTerm& t : stage.terms) {
+    if (t.name == "kv_cache" || (t.pool != Pool::kTorch && t.pool != Pool::kNonTorch)) continue;
+    if (sglang ? t.name == "activation_workspace" : t.name == "cuda_context") continue;
+    non_kv += t.bytes;
+  }
   const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
   if (available > 0 && kv.kv_bytes_per_token > 0) {

@@ -1,6 +1,7 @@
 // Fixed and hidden costs every process pays: the CUDA context, NCCL's buffers per
 // communicator (every process group the layout uses), cuBLAS workspaces.
 #include <algorithm>
+#include <string_view>
 
 #include "planner/memory_terms.h"
 #include "planner/units.h"
@@ -17,6 +18,12 @@ constexpr int64_t kNcclPcie = 256 * kMiB;             // fewer channels over PCI
 constexpr int64_t kNcclNvls = 256 * kMiB;             // NVLS buffers on sm90+ NVSwitch nodes
 constexpr int64_t kNcclAllToAllPerPeer = 384 * kMiB;  // 8-way all-to-all adds about 3 GB (NCCL #1685)
 constexpr int64_t kNcclP2p = 128 * kMiB;              // pipeline send/recv to two neighbours
+// Serving with TP, vLLM opens the group twice (torch.distributed's NCCL group and its own
+// PyNccl communicator) and registers custom all-reduce buffers: the non-torch memory its
+// profile sees grow is 2.06-2.21 GiB at TP 2 and 4 against 0.24-0.27 GiB on one GPU in 14
+// of llm-d's vLLM 0.19 H100 logs (Llama-3.1-8B, Qwen2.5-7B/72B, Llama-3.3-70B, Mixtral,
+// Mistral-Small, Kimi-VL, gpt-oss-20b, Llama-4-Scout), so the group costs ~1.84 GiB.
+constexpr int64_t kServingTpBuffers = 1884 * kMiB;
 
 struct Group {
   const char* name;
@@ -65,6 +72,7 @@ void AddOverheads(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   int count = 0;
   for (const Group& g : groups) {
     int64_t b = CommunicatorBytes(ctx.c, g);
+    if (!ctx.w.training() && b > 0 && std::string_view(g.name) == "tp") b = kServingTpBuffers;
     if (b > 0) ++count;
     nccl += b;
   }

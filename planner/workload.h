@@ -40,13 +40,20 @@ struct LoraSpec {
   bool operator==(const LoraSpec&) const = default;
 };
 
+// The serving engine, which sets what its memory fraction covers: vLLM's
+// gpu_memory_utilization caps everything it profiles (weights, activation peak, KV cache);
+// SGLang's mem_fraction_static covers the weights and the KV pool only, and everything else
+// lives in the rest of the card.
+enum class ServingEngine { kVllm, kSglang };
+
 struct InferenceSpec {
   int64_t batch = 1;                         // concurrent sequences the user wants
   int64_t prompt_len = 1024;                 // tokens
   int64_t gen_len = 1024;                    // tokens
   Dtype weights = Dtype::kBf16;
   Dtype kv_cache = Dtype::kBf16;
-  double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction
+  double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction (SGLang: mem_fraction_static)
+  ServingEngine engine = ServingEngine::kVllm;
   bool operator==(const InferenceSpec&) const = default;
 };
 

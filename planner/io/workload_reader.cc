@@ -38,7 +38,23 @@ Status ReadLora(const Document& doc, const YAML::Node& node, LoraSpec& lora) {
 Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec& inf) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
-                                          "gpu_memory_utilization"}));
+                                          "gpu_memory_utilization", "mem_fraction_static", "engine"}));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> engine, doc.String(node, "engine"));
+  if (engine) {
+    const std::string e = Lower(*engine);
+    if (e == "vllm") inf.engine = ServingEngine::kVllm;
+    else if (e == "sglang") inf.engine = ServingEngine::kSglang;
+    else return doc.ErrorAt(node["engine"], "engine: expected vllm or sglang");
+  }
+  if (node["mem_fraction_static"].IsDefined()) {  // SGLang's name for its fraction
+    if (node["gpu_memory_utilization"].IsDefined())
+      return doc.ErrorAt(node["mem_fraction_static"], "mem_fraction_static: give it or gpu_memory_utilization, not both");
+    if (engine && inf.engine != ServingEngine::kSglang)
+      return doc.ErrorAt(node["mem_fraction_static"], "mem_fraction_static: an SGLang setting, but engine is vllm");
+    inf.engine = ServingEngine::kSglang;
+    SP_ASSIGN_OR_RETURN(std::optional<double> frac, doc.Number(node, "mem_fraction_static", 0.05, 1.0));
+    inf.gpu_memory_utilization = *frac;
+  }
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> batch, doc.Int(node, "batch", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> prompt, doc.Int(node, "prompt_len", 1, int64_t{1} << 26));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gen, doc.Int(node, "gen_len", 0, int64_t{1} << 26));
@@ -193,7 +209,9 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   out += p + "inference: {batch: " + std::to_string(w.inference.batch) + ", prompt_len: " +
          std::to_string(w.inference.prompt_len) + ", gen_len: " + std::to_string(w.inference.gen_len) +
          ", weights: " + std::string(DtypeName(w.inference.weights)) + ", kv_cache: " +
-         std::string(DtypeName(w.inference.kv_cache)) + ", gpu_memory_utilization: " + util + "}\n";
+         std::string(DtypeName(w.inference.kv_cache)) +
+         (w.inference.engine == ServingEngine::kSglang ? ", engine: sglang, mem_fraction_static: " + util
+                                                       : ", gpu_memory_utilization: " + util) + "}\n";
   return out;
 }
 

@@ -169,6 +169,26 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   EXPECT_NE(w.status().message().find("w.yaml:2:10: seq_len: expected tokens from 1"), std::string::npos) << w.status().message();
 }
 
+// SGLang's fraction is its own key (or engine: sglang with gpu_memory_utilization); an
+// engine shardplan does not model, or both fractions at once, is an error on its line.
+TEST(WorkloadRejects, ServingEngine) {
+  auto doc = Document::Parse("w.yaml", "task: inference\ninference: {mem_fraction_static: 0.88}\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.engine, ServingEngine::kSglang);
+  EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.88);
+  doc = Document::Parse("w.yaml", "task: inference\ninference:\n  engine: TGI\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:3:11: engine: expected vllm or sglang"), std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: inference\ninference:\n  gpu_memory_utilization: 0.9\n  mem_fraction_static: 0.8\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:4:24: mem_fraction_static: give it or gpu_memory_utilization, not both"),
+            std::string::npos)
+      << w.status().message();
+}
+
 // Sources write 4k and 128K for 4096 and 131072 tokens, and name the same runs their way.
 TEST(Workload, SourceSpellings) {
   for (const auto& [text, seq, task] : {std::tuple{"task: continued-pretraining\nseq_len: 4k\n", 4096, Task::kPretrain},

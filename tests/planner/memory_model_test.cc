@@ -120,6 +120,52 @@ TEST(Inference, KvPoolSizedByAllocatableMemory) {
   EXPECT_NEAR(static_cast<double>(w0.kv.max_kv_tokens - e.kv.max_kv_tokens), 0.95 * 468 * kMiB / 131'072, 16);
 }
 
+// vLLM V1's budget, term by term, against llm-d's vLLM 0.19 logs on H100 at 0.95 (weights,
+// torch peak and non-torch figures are the logs'): the activation peak is the dummy sampler's
+// 1024 x vocab logits when that beats the forward (Gemma-2's 256k vocabulary: 3.65 GiB), and
+// TP adds vLLM's communicators (non-torch 2.07-2.21 GiB at TP 2-4 against 0.25 at TP 1).
+TEST(Inference, VllmProfileMatchesLoggedKvTokens) {
+  struct Row {
+    const char* model;
+    int tp;
+    int64_t logged_tokens;
+  };
+  for (const Row& r : {Row{"llama-3.1-8b", 4, 2'209'792}, Row{"gemma-2-9b", 1, 168'880}, Row{"gemma-2-27b", 1, 58'672},
+                       Row{"qwen2.5-7b", 2, 2'390'592}, Row{"qwen2.5-72b", 4, 481'296}, Row{"qwen3-8b", 1, 418'688}}) {
+    ClusterSpec c = Cluster("dgx-h100");
+    c.gpus_per_node = r.tp;
+    Workload w;
+    w.task = Task::kInference;
+    w.inference.prompt_len = 8192;
+    w.inference.gen_len = 0;
+    w.inference.gpu_memory_utilization = 0.95;
+    ModelSpec m = Model(r.model);
+    const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=" + std::to_string(r.tp)), c);
+    EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_tokens, 0.03 * r.logged_tokens) << r.model << " tp" << r.tp;
+  }
+}
+
+// SGLang's mem_fraction_static covers weights and KV alone: Qwen3-235B-A22B FP8 on 4 x H100
+// at 0.93 logs "KV Cache is allocated. #tokens: 367404" (vLLM issue 21348); read as vLLM's
+// fraction, the activation peak and sampler would come out of the pool too.
+TEST(Inference, SglangFractionCoversWeightsAndKv) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 4;
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.prompt_len = 40960;
+  w.inference.gen_len = 0;
+  w.inference.weights = Dtype::kFp8;
+  w.inference.gpu_memory_utilization = 0.93;
+  w.inference.engine = ServingEngine::kSglang;
+  ModelSpec m = Model("qwen3-235b-a22b");
+  const MemoryEstimate sglang = EstimateMemory(m, w, Resolve(m, w, c, "tp=4"), c);
+  EXPECT_NEAR(static_cast<double>(sglang.kv.max_kv_tokens), 367'404, 0.04 * 367'404);
+  w.inference.engine = ServingEngine::kVllm;
+  const MemoryEstimate vllm = EstimateMemory(m, w, Resolve(m, w, c, "tp=4"), c);
+  EXPECT_LT(vllm.kv.max_kv_tokens, sglang.kv.max_kv_tokens);
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
