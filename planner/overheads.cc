@@ -1,7 +1,6 @@
 // Fixed and hidden costs every process pays: the CUDA context, NCCL's buffers per
 // communicator (every process group the layout uses), cuBLAS workspaces.
 #include <algorithm>
-#include <string_view>
 
 #include "planner/memory_terms.h"
 #include "planner/units.h"
@@ -30,11 +29,13 @@ struct Group {
   int size;
   bool all_to_all;
   bool p2p;
+  bool serving_tp = false;  // vLLM's tensor-parallel group
 };
 
 int64_t CommunicatorBytes(const ClusterSpec& c, const Group& g) {
   if (g.size <= 1) return 0;
   if (g.p2p) return kNcclP2p;
+  if (g.serving_tp) return kServingTpBuffers;
   const bool nvlink = c.intra_node.fabric == "nvlink" && c.gpu.nvlink_bandwidth > 0;
   int64_t bytes = nvlink ? kNcclIntraNode : kNcclPcie;
   if (nvlink && c.gpu.compute_capability >= 90 && g.size > 2 && c.gpus_per_node >= 4) bytes += kNcclNvls;
@@ -56,7 +57,8 @@ void AddOverheads(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   out.push_back({"cublas_workspace", ws * handles, handles, Phase::kSetup, Phase::kStep, Pool::kTorch,
                  "cuBLAS workspace per handle and stream (memory-model.md 4.2)"});
   const int dp_group = l.framework == Framework::kMegatron ? l.dp * l.cp : l.dp;
-  std::vector<Group> groups = {{"tp", l.tp, false, false}, {"cp", l.cp, false, false}, {"pp", l.pp, false, true}};
+  std::vector<Group> groups = {
+      {"tp", l.tp, false, false, !ctx.w.training()}, {"cp", l.cp, false, false}, {"pp", l.pp, false, true}};
   if (ctx.w.training()) {
     if (l.shard_group > 0 && l.shard_group < l.dp) {
       groups.push_back({"shard", l.shard_group, false, false});
@@ -72,7 +74,6 @@ void AddOverheads(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   int count = 0;
   for (const Group& g : groups) {
     int64_t b = CommunicatorBytes(ctx.c, g);
-    if (!ctx.w.training() && b > 0 && std::string_view(g.name) == "tp") b = kServingTpBuffers;
     if (b > 0) ++count;
     nccl += b;
   }

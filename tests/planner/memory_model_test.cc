@@ -47,6 +47,16 @@ Workload Train(int64_t seq, int64_t batch, Dtype precision = Dtype::kBf16) {
   return w;
 }
 
+// One prompt of `prompt` tokens served at vLLM's (or SGLang's) memory fraction `util`.
+Workload Serve(int64_t prompt, double util) {
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.prompt_len = prompt;
+  w.inference.gen_len = 0;
+  w.inference.gpu_memory_utilization = util;
+  return w;
+}
+
 // Seed: full fp32 AdamW training of a 7B model needs at least 16 B/param before activations.
 TEST(Seed, Fp32AdamWNeedsSixteenBytesPerParam) {
   ModelSpec m = Model("llama-2-7b");
@@ -104,12 +114,7 @@ TEST(Inference, KvBytesPerToken) {
 TEST(Inference, KvPoolSizedByAllocatableMemory) {
   ClusterSpec c = Cluster("dgx-h100");
   c.gpus_per_node = 1;
-  Workload w;
-  w.task = Task::kInference;
-  w.seq_len = 8192;
-  w.inference.prompt_len = 8192;
-  w.inference.gen_len = 0;
-  w.inference.gpu_memory_utilization = 0.95;
+  Workload w = Serve(8192, 0.95);
   ModelSpec m = Model("llama-3.1-8b");
   const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
   EXPECT_EQ(e.capacity_bytes, (81559 - 468) * kMiB);
@@ -134,11 +139,7 @@ TEST(Inference, VllmProfileMatchesLoggedKvTokens) {
                        Row{"qwen2.5-7b", 2, 2'390'592}, Row{"qwen2.5-72b", 4, 481'296}, Row{"qwen3-8b", 1, 418'688}}) {
     ClusterSpec c = Cluster("dgx-h100");
     c.gpus_per_node = r.tp;
-    Workload w;
-    w.task = Task::kInference;
-    w.inference.prompt_len = 8192;
-    w.inference.gen_len = 0;
-    w.inference.gpu_memory_utilization = 0.95;
+    Workload w = Serve(8192, 0.95);
     ModelSpec m = Model(r.model);
     const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=" + std::to_string(r.tp)), c);
     EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_tokens, 0.03 * r.logged_tokens) << r.model << " tp" << r.tp;
@@ -151,12 +152,8 @@ TEST(Inference, VllmProfileMatchesLoggedKvTokens) {
 TEST(Inference, SglangFractionCoversWeightsAndKv) {
   ClusterSpec c = Cluster("dgx-h100");
   c.gpus_per_node = 4;
-  Workload w;
-  w.task = Task::kInference;
-  w.inference.prompt_len = 40960;
-  w.inference.gen_len = 0;
+  Workload w = Serve(40960, 0.93);
   w.inference.weights = Dtype::kFp8;
-  w.inference.gpu_memory_utilization = 0.93;
   w.inference.engine = ServingEngine::kSglang;
   ModelSpec m = Model("qwen3-235b-a22b");
   const MemoryEstimate sglang = EstimateMemory(m, w, Resolve(m, w, c, "tp=4"), c);
