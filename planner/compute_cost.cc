@@ -30,6 +30,16 @@ constexpr double kMemEfficiency = 0.80;
 // 2024) lack Hopper's async pipelines (Shah et al. 2024, FlashAttention-3, sec. 4.1).
 constexpr double kAttentionEfficiencyAmpere = 0.50;
 constexpr double kAttentionEfficiencyHopper = 0.35;
+// llm-foundry's attn_impl "triton" (flash_attn_triton.py, the 2022 Triton FlashAttention on
+// the pre-MLIR Triton build llm-foundry pins). FlashAttention-2 runs 1.3-2.5x faster than it on
+// A100 (Dao 2023, sec. 4.1), least at the long sequences where attention dominates: 1.4 (fit:
+// llm-foundry's A100 8k-64k rows). On Hopper it still issues Ampere's mma.sync, so it gains
+// only SMs x boost clock over A100 (132 x 1.98 GHz against 108 x 1.41 GHz: 1.72x), which puts
+// it at 0.36 x 312 x 1.72 = 191 TFLOP/s, 0.19 of H100's 989 (the H100 8k-64k rows agree).
+constexpr double kTritonAttentionAmpere = kAttentionEfficiencyAmpere / 1.4;
+constexpr double kA100Bf16Peak = 312e12, kH100Bf16Peak = 989e12;
+constexpr double kHopperSmClockGain = (132 * 1.98) / (108 * 1.41);
+constexpr double kTritonAttentionHopper = kTritonAttentionAmpere * kA100Bf16Peak * kHopperSmClockGain / kH100Bf16Peak;
 // Fused-attention kernels amortize loading a query tile and writing its output over the key
 // blocks they stream, so short key ranges run below the long-sequence rate. FlashAttention-3
 // (Shah et al. 2024, fig. 5-6: H100, head dim 128, forward) reaches 467 TFLOP/s at 512 tokens
@@ -249,7 +259,7 @@ double PeakFor(const GpuSpec& g, Dtype p) {
   }
 }
 
-Hw HardwareFor(const GpuSpec& g, Dtype p) {
+Hw HardwareFor(const GpuSpec& g, Dtype p, AttentionImpl attention) {
   Hw hw;
   hw.sms = SmCount(g);
   hw.peak = PeakFor(g, p);
@@ -265,7 +275,12 @@ Hw HardwareFor(const GpuSpec& g, Dtype p) {
     hw.ceiling16 = hw.ceiling;
     hw.operand16 = 4;
   }
-  hw.attention = (g.compute_capability >= 90 ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere) * clock;
+  const bool hopper = g.compute_capability >= 90;
+  if (attention == AttentionImpl::kTriton) {
+    hw.attention = (hopper ? kTritonAttentionHopper : kTritonAttentionAmpere) * clock;
+  } else {
+    hw.attention = (hopper ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere) * clock;
+  }
   return hw;
 }
 

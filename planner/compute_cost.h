@@ -28,7 +28,7 @@ struct Hw {
   double operand16 = 2;  // same for peak16
 };
 
-Hw HardwareFor(const GpuSpec& g, Dtype p);
+Hw HardwareFor(const GpuSpec& g, Dtype p, AttentionImpl attention = AttentionImpl::kUnstated);
 
 // Datasheet FLOP/s of the GPU's matmuls in `p`.
 double PeakFor(const GpuSpec& g, Dtype p);

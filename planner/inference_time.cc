@@ -58,7 +58,7 @@ TimeEstimate EstimateInferenceTime(const ModelSpec& m, const Workload& w, const 
   const double gen = static_cast<double>(std::max<int64_t>(1, in.gen_len));
   if (m.layers <= 0 || m.hidden <= 0) return out;
   // Weight-only int8/int4 dequantize into 16-bit GEMMs; fp8 weights run fp8 GEMMs.
-  const Hw hw = HardwareFor(c.gpu, wt == Dtype::kFp8 ? Dtype::kFp8 : w.precision);
+  const Hw hw = HardwareFor(c.gpu, wt == Dtype::kFp8 ? Dtype::kFp8 : w.precision, m.attention_impl);
   if (hw.peak <= 0) return out;
   const Replica r = ReplicaBytes(m, wt, kv, tp, pp);
   const double n_active = MatmulParamsPerToken(m) / (static_cast<double>(tp) * pp);

@@ -15,6 +15,9 @@ enum class NormKind { kRms, kLayer };         // RMSNorm has a weight; LayerNorm
 enum class MlpKind { kGated, kPlain };        // SwiGLU/GeGLU (3 matrices) or fc1/act/fc2 (2)
 enum class AttentionKind { kGqa, kMla };      // grouped-query (MHA/MQA included) or DeepSeek MLA
 enum class PositionKind { kRotary, kLearned, kAlibi };
+// The attention kernel a config names (MPT's attn_config.attn_impl): unstated leaves it to the
+// framework; eager materializes the scores; triton is the 2022 Triton FlashAttention.
+enum class AttentionImpl { kUnstated, kEager, kTriton, kFlash };
 
 // Weights a checkpoint ships quantized: the HF `quantization_config` (planner/quantization.h).
 // Serving reads them as shipped; training upcasts them, so only inference uses this.
@@ -56,6 +59,7 @@ struct ModelSpec {
   MlpKind mlp = MlpKind::kGated;
   NormKind norm = NormKind::kRms;
   PositionKind position = PositionKind::kRotary;
+  AttentionImpl attention_impl = AttentionImpl::kUnstated;
   int norms_per_layer = 2;          // Gemma2/3: 4
   bool final_norm = true;
   bool norm_bias = true;            // LayerNorm keeps its bias (MPT removes it)

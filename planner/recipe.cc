@@ -63,8 +63,9 @@ bool MegatronGradsFp32(const Workload& w, const Layout& l) {
   return l.stack != Stack::kNemo;
 }
 
-bool FlashAttention(const Workload& w, const Layout& l) {
+bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l) {
   if (w.flash_attention != Setting::kAuto) return w.flash_attention == Setting::kOn;
+  if (m.attention_impl != AttentionImpl::kUnstated) return m.attention_impl != AttentionImpl::kEager;
   return l.stack != Stack::kMegatronDeepSpeed;
 }
 
@@ -106,7 +107,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
   r.compile = w.compile == Setting::kOn;
-  r.flash_attention = FlashAttention(w, l);
+  r.flash_attention = FlashAttention(m, w, l);
   if (l.stack == Stack::kMegatronDeepSpeed && w.flash_attention == Setting::kAuto)
     assume("flash_attention: false (Megatron-DeepSpeed materializes the attention softmax unless run with --use-flash-attn: "
            "say flash_attention: true)");

@@ -45,7 +45,7 @@ bool MegatronGradsFp32(const Workload& w, const Layout& l);
 // scale-mask-softmax, which materializes the s x s scores (flash only with --use-flash-attn,
 // megatron/arguments.py); every other stack here runs flash or SDPA by default. Read by the
 // memory model (the saved softmax) and the time model (the attention kernels).
-bool FlashAttention(const Workload& w, const Layout& l);
+bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

@@ -59,12 +59,12 @@ bool Pick(Switch s, bool dflt) { return s == Switch::kAuto ? dflt : s == Switch:
 // FSDP prefetches and overlaps always; plain PyTorch (FSDP, torchtitan) runs eager unless
 // torch.compile is on (the workload's `compile`); TP overlap is the layout's tp_overlap
 // (ResolveLayout turns it on for NeMo / Megatron-Bridge recipes); EP overlap is opt-in.
-Knobs ResolveSwitches(const Workload& w, const Layout& l, const TimeOptions& o) {
+Knobs ResolveSwitches(const ModelSpec& m, const Workload& w, const Layout& l, const TimeOptions& o) {
   const bool megatron = l.framework == Framework::kMegatron;
   const bool ds_no_overlap = l.framework == Framework::kDeepSpeed && l.zero < 2;
   return {Pick(o.dp_overlap, !ds_no_overlap), Pick(o.param_gather_overlap, megatron),
           Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, false),
-          Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, FlashAttention(w, l))};
+          Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, FlashAttention(m, w, l))};
 }
 
 // The training step as one GPU runs it: the per-layer shape (compute_cost.h) plus the
@@ -415,8 +415,8 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   TimeEstimate out;
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;
-  const Knobs k = ResolveSwitches(w, l, opt);
-  const LayerShape shape{m, HardwareFor(c.gpu, prec), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
+  const Knobs k = ResolveSwitches(m, w, l, opt);
+  const LayerShape shape{m, HardwareFor(c.gpu, prec, m.attention_impl), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
                          static_cast<double>(w.seq_len),
                          static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),
                          prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8,

@@ -146,6 +146,8 @@ def config_for(case):
     elif mt == "mpt":
         c = {"n_layers": L, "d_model": h, "n_heads": heads, "max_seq_len": first_int(m.get("seq_len")) or 2048,
              "expansion_ratio": (m.get("ffn") or 4 * h) // h}
+        if m.get("attn_impl"):  # the attention kernel the run's scripts chose
+            c["attn_config"] = {"attn_impl": m["attn_impl"]}
     elif mt == "opt":
         c = {"num_hidden_layers": L, "hidden_size": h, "num_attention_heads": heads, "ffn_dim": m.get("ffn") or 4 * h}
     elif mt == "t5":

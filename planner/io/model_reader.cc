@@ -95,7 +95,7 @@ const std::vector<std::string> kCommonKeys = {
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
     "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
-    "num_ln_in_parallel_attn", "alibi", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale"};
+    "num_ln_in_parallel_attn", "alibi", "attn_config", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale"};
 
 struct Reader {
   const Document& doc;
@@ -441,6 +441,22 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   m.norm_bias = !no_bias;
   m.tied_embeddings = true;  // MptForCausalLM ties lm_head to transformer.wte
   m.position = PositionKind::kAlibi;
+  // attn_config.attn_impl picks llm-foundry's attention kernel: "torch" (scores materialized),
+  // "triton" (flash_attn_triton.py) or "flash" (flash-attn).
+  const YAML::Node attn = r.node["attn_config"];
+  if (!attn.IsDefined() || attn.IsNull()) return Status::Ok();
+  SP_RETURN_IF_ERROR(r.doc.ExpectMap(attn, "attn_config"));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> impl, r.doc.String(attn, "attn_impl"));
+  if (!impl) return Status::Ok();
+  if (*impl == "torch") {
+    m.attention_impl = AttentionImpl::kEager;
+  } else if (*impl == "triton") {
+    m.attention_impl = AttentionImpl::kTriton;
+  } else if (*impl == "flash") {
+    m.attention_impl = AttentionImpl::kFlash;
+  } else {
+    return r.doc.ErrorAt(attn["attn_impl"], "attn_config.attn_impl: expected \"torch\", \"triton\" or \"flash\", got \"" + *impl + "\"");
+  }
   return Status::Ok();
 }
 

@@ -22,6 +22,24 @@ TEST(ModelReader, YamlAndJsonAgree) {
   EXPECT_EQ(CountParams(j).total, 7'241'732'096);  // mistral defaults fill the rest
 }
 
+// MPT's attn_config.attn_impl names llm-foundry's attention kernel; an unknown one is an
+// error at its line.
+TEST(ModelReader, MptAttentionKernel) {
+  EXPECT_EQ(Parse("c.json", R"({"model_type":"mpt"})").attention_impl, AttentionImpl::kUnstated);
+  EXPECT_EQ(Parse("c.json", R"({"model_type":"mpt","attn_config":{"attn_impl":"triton"}})").attention_impl,
+            AttentionImpl::kTriton);
+  EXPECT_EQ(Parse("c.json", R"({"model_type":"mpt","attn_config":{"attn_impl":"torch","alibi":true}})").attention_impl,
+            AttentionImpl::kEager);
+  EXPECT_EQ(Parse("c.json", R"({"model_type":"mpt","attn_config":{"attn_impl":"flash"}})").attention_impl,
+            AttentionImpl::kFlash);
+  auto doc = Document::Parse("c.json", "{\"model_type\": \"mpt\",\n \"attn_config\": {\"attn_impl\": \"xformers\"}}");
+  ASSERT_TRUE(doc.ok());
+  auto m = ParseModel(*doc, "t");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("c.json:2:"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("\"triton\""), std::string::npos) << m.status().message();
+}
+
 TEST(ModelReader, TabsInJsonAreWhiteSpace) {
   ModelSpec m = Parse("c.json", "{\n\t\"model_type\": \"llama\",\n\t\"num_hidden_layers\": 2\n}");
   EXPECT_EQ(m.layers, 2);
