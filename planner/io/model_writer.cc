@@ -224,6 +224,13 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     if (m.sliding_window > 0 && m.sliding_window_pattern == 4) o.Key("attention_chunk_size", m.sliding_window);
   }
   std::string out = o.str();
+  if (t == "mpt" && m.attention_impl != AttentionImpl::kUnstated) {
+    const std::string pad(static_cast<size_t>(indent), ' ');
+    const char* impl = m.attention_impl == AttentionImpl::kEager    ? "torch"
+                       : m.attention_impl == AttentionImpl::kTriton ? "triton"
+                                                                    : "flash";
+    out += pad + "attn_config:\n" + pad + "  attn_impl: " + impl + "\n";
+  }
   if (m.quant.quantized()) {
     std::ostringstream q;
     Quantization(q, std::string(static_cast<size_t>(indent), ' '), m.quant);

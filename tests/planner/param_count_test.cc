@@ -342,7 +342,7 @@ TEST(Families, Falcon) {
 // plan.yaml writes a model as config keys: the two families read back to the same spec
 // (Llama 4's intermediate_size is the expert's, its dense MLP intermediate_size_mlp).
 TEST(Families, Llama4AndNemotronWriteBack) {
-  for (const std::string json :
+  for (const std::string& json :
        {std::string(R"({"model_type":"llama4","text_config":{"hidden_size":512,"intermediate_size":256,
           "intermediate_size_mlp":1024,"num_hidden_layers":4,"num_attention_heads":8,"num_key_value_heads":2,
           "head_dim":64,"vocab_size":1000,"num_local_experts":4,"interleave_moe_layer_step":2,"attention_chunk_size":128}})"),

@@ -103,6 +103,22 @@ TEST(PlanFile, ModelKeysRoundTripForEveryBuiltin) {
   }
 }
 
+// MPT's attention kernel is a model key (attn_config.attn_impl), and a plan keeps it.
+TEST(PlanFile, MptAttentionKernelRoundTrips) {
+  for (AttentionImpl impl : {AttentionImpl::kUnstated, AttentionImpl::kEager, AttentionImpl::kTriton, AttentionImpl::kFlash}) {
+    auto src = Document::Parse("c.json", R"({"model_type":"mpt","n_layers":4,"d_model":1024,"n_heads":8})");
+    ASSERT_TRUE(src.ok());
+    ModelSpec m = *ParseModel(*src, "mpt");
+    m.attention_impl = impl;
+    auto doc = Document::Parse("m.yaml", ModelToYaml(m, 2));
+    ASSERT_TRUE(doc.ok()) << doc.status().message();
+    auto back = ParseModel(*doc, "mpt");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->attention_impl, impl);
+    EXPECT_EQ(CountParams(*back).total, CountParams(m).total);
+  }
+}
+
 TEST(PlanFile, SavesAtomicallyAndLoads) {
   Plan p = MakeTestPlan("llama-3.1-8b", "framework=fsdp", 1);
   auto path = std::filesystem::temp_directory_path() / "shardplan_plan_test.yaml";
