@@ -33,6 +33,13 @@ std::string CompactLayout(const Layout& l, bool inference) {
   return s;
 }
 
+// The attention kernel the time model prices: the scores materialized, the Triton
+// FlashAttention an MPT config names, or a fused FlashAttention-class kernel.
+const char* AttentionKernelName(const ModelSpec& m, const TrainingRecipe& r) {
+  if (!r.flash_attention) return "materialized";
+  return m.attention_impl == AttentionImpl::kTriton ? "triton" : "flash";
+}
+
 nlohmann::json LayoutJson(const Layout& l) {
   nlohmann::json j = {{"framework", FrameworkName(l)}, {"engine", FrameworkName(l.framework)}, {"dp", l.dp}, {"tp", l.tp}, {"pp", l.pp},
                       {"vpp", l.vpp}, {"cp", l.cp}, {"ep", l.ep}, {"etp", l.etp}, {"sp", l.sp}, {"zero", l.zero},
@@ -93,7 +100,8 @@ nlohmann::json PlanJson(const Plan& p) {
     j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
-                   {"flash_attention", r.flash_attention}, {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
+                   {"flash_attention", r.flash_attention}, {"attention_kernel", AttentionKernelName(p.model, r)},
+                   {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included
   const double frag = p.memory_options.fragmentation >= 0 ? p.memory_options.fragmentation

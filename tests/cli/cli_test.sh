@@ -109,6 +109,12 @@ check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 
 # Megatron-DeepSpeed's attention is unfused unless the workload says otherwise, in --json too.
 check mds-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron-deepspeed,tp=8,ac=full --json
 json mds-flash 'j["recipe"]["flash_attention"] is False and j["layout"]["framework"] == "megatron-deepspeed" and any(a.startswith("flash_attention: false") for a in j["assumed"])'
+# An MPT config's attn_config.attn_impl picks the kernel the time model prices.
+printf '{"model_type": "mpt", "n_layers": 32, "d_model": 4096, "n_heads": 32, "attn_config": {"attn_impl": "triton"}}\n' > "$tmp/mpt.json"
+check mpt-json 0 -- "$bin" estimate --model "$tmp/mpt.json" --cluster dgx-h100 --seq-len 8192 --layout framework=llm-foundry,zero=3,mbs=1,ac=full --json
+json mpt-triton 'j["recipe"]["attention_kernel"] == "triton" and j["recipe"]["flash_attention"] is True'
+check mds-json2 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron-deepspeed,tp=8,ac=full --json
+json mds-kernel 'j["recipe"]["attention_kernel"] == "materialized"'
 check mbs-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
 expect mbs-open-said "$tmp/out" "assumed: mbs: 1 (not stated; grad_accum 128 makes up the global batch; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=16)"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
