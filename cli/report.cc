@@ -34,10 +34,15 @@ std::string CompactLayout(const Layout& l, bool inference) {
 }
 
 // The attention kernel the time model prices: the scores materialized, the Triton
-// FlashAttention an MPT config names, or a fused FlashAttention-class kernel.
-const char* AttentionKernelName(const ModelSpec& m, const TrainingRecipe& r) {
+// FlashAttention an MPT config names, Transformer Engine's cuDNN attention, or a
+// FlashAttention-class kernel.
+const char* AttentionKernelName(const Plan& p, const TrainingRecipe& r) {
   if (!r.flash_attention) return "materialized";
-  return m.attention_impl == AttentionImpl::kTriton ? "triton" : "flash";
+  switch (TrainingAttention(p.model, p.layout, p.cluster.gpu)) {
+    case AttentionImpl::kTriton: return "triton";
+    case AttentionImpl::kCudnn: return "cudnn";
+    default: return "flash";
+  }
 }
 
 nlohmann::json LayoutJson(const Layout& l) {
@@ -100,7 +105,7 @@ nlohmann::json PlanJson(const Plan& p) {
     j["recipe"] = {{"master_weights", r.master_weights}, {"pure_low_precision", r.pure_low_precision},
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
-                   {"flash_attention", r.flash_attention}, {"attention_kernel", AttentionKernelName(p.model, r)},
+                   {"flash_attention", r.flash_attention}, {"attention_kernel", AttentionKernelName(p, r)},
                    {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included

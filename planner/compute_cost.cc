@@ -40,6 +40,12 @@ constexpr double kTritonAttentionAmpere = kAttentionEfficiencyAmpere / 1.4;
 constexpr double kA100Bf16Peak = 312e12, kH100Bf16Peak = 989e12;
 constexpr double kHopperSmClockGain = (132 * 1.98) / (108 * 1.41);
 constexpr double kTritonAttentionHopper = kTritonAttentionAmpere * kA100Bf16Peak * kHopperSmClockGain / kH100Bf16Peak;
+// Transformer Engine's fused attention (cuDNN) on Hopper. TE's attention notebook
+// (docs/examples/attention/attention.ipynb, H100 80GB HBM3, cuDNN 9.3 against flash-attn 2.4.2)
+// times Llama-3-8B's attention (batch 2, 32 heads, 4 KV groups, head dim 128, 8,192 tokens,
+// causal) forward + backward at 7.4875 ms against 11.8879 ms; the FlashAttention-2 time is
+// what kAttentionEfficiencyHopper gives for that shape (11.7 ms).
+constexpr double kCudnnAttentionHopper = kAttentionEfficiencyHopper * 11.8879 / 7.4875;
 // Fused-attention kernels amortize loading a query tile and writing its output over the key
 // blocks they stream, so short key ranges run below the long-sequence rate. FlashAttention-3
 // (Shah et al. 2024, fig. 5-6: H100, head dim 128, forward) reaches 467 TFLOP/s at 512 tokens
@@ -276,7 +282,9 @@ Hw HardwareFor(const GpuSpec& g, Dtype p, AttentionImpl attention) {
     hw.operand16 = 4;
   }
   const bool hopper = g.compute_capability >= 90;
-  if (attention == AttentionImpl::kTriton) {
+  if (attention == AttentionImpl::kCudnn && g.compute_capability == 90) {
+    hw.attention = kCudnnAttentionHopper * clock;
+  } else if (attention == AttentionImpl::kTriton) {
     hw.attention = (hopper ? kTritonAttentionHopper : kTritonAttentionAmpere) * clock;
   } else {
     hw.attention = (hopper ? kAttentionEfficiencyHopper : kAttentionEfficiencyAmpere) * clock;

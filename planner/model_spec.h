@@ -16,8 +16,9 @@ enum class MlpKind { kGated, kPlain };        // SwiGLU/GeGLU (3 matrices) or fc
 enum class AttentionKind { kGqa, kMla };      // grouped-query (MHA/MQA included) or DeepSeek MLA
 enum class PositionKind { kRotary, kLearned, kAlibi };
 // The attention kernel a config names (MPT's attn_config.attn_impl): unstated leaves it to the
-// framework; eager materializes the scores; triton is the 2022 Triton FlashAttention.
-enum class AttentionImpl { kUnstated, kEager, kTriton, kFlash };
+// framework; eager materializes the scores; triton is the 2022 Triton FlashAttention. cudnn
+// (Transformer Engine's fused attention) is never read from a config: the framework picks it.
+enum class AttentionImpl { kUnstated, kEager, kTriton, kFlash, kCudnn };
 
 // Weights a checkpoint ships quantized: the HF `quantization_config` (planner/quantization.h).
 // Serving reads them as shipped; training upcasts them, so only inference uses this.

@@ -69,6 +69,18 @@ bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l) {
   return l.stack != Stack::kMegatronDeepSpeed;
 }
 
+AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSpec& gpu) {
+  if (m.attention_impl != AttentionImpl::kUnstated) return m.attention_impl;
+  // Megatron-core attends through TE's DotProductAttention, which prefers FusedAttention
+  // (cuDNN) over flash-attn on Hopper (transformer_engine/pytorch/attention/
+  // dot_product_attention/utils.py: "Disabling FlashAttention to give FusedAttention preference
+  // on Hopper+ for performance reasons", since TE 1.2). Inside TE's context-parallel ring the
+  // published long-context runs (NeMo's 7B at 4k-1M tokens, Megatron's Qwen3-235B at 64k and
+  // 128k) come out at FlashAttention-2's rate, not cuDNN's, so a ring keeps that rate.
+  if (l.framework == Framework::kMegatron && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
+  return AttentionImpl::kUnstated;
+}
+
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
   TrainingRecipe r;
   if (!w.training()) return r;

@@ -10,6 +10,7 @@
 #include "planner/layout.h"
 #include "planner/model_spec.h"
 #include "planner/workload.h"
+#include "topology/cluster_spec.h"
 
 namespace shardplan {
 
@@ -46,6 +47,11 @@ bool MegatronGradsFp32(const Workload& w, const Layout& l);
 // megatron/arguments.py); every other stack here runs flash or SDPA by default. Read by the
 // memory model (the saved softmax) and the time model (the attention kernels).
 bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l);
+
+// The fused-attention kernel a training step on `gpu` runs: the one the config names, else
+// Transformer Engine's cuDNN attention where Megatron-core picks it (Hopper, no context
+// parallelism), else FlashAttention-class (kUnstated).
+AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSpec& gpu);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

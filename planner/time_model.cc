@@ -416,7 +416,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;
   const Knobs k = ResolveSwitches(m, w, l, opt);
-  const LayerShape shape{m, HardwareFor(c.gpu, prec, m.attention_impl), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
+  const LayerShape shape{m, HardwareFor(c.gpu, prec, TrainingAttention(m, l, c.gpu)), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
                          static_cast<double>(w.seq_len),
                          static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),
                          prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8,

@@ -115,6 +115,8 @@ check mpt-json 0 -- "$bin" estimate --model "$tmp/mpt.json" --cluster dgx-h100 -
 json mpt-triton 'j["recipe"]["attention_kernel"] == "triton" and j["recipe"]["flash_attention"] is True'
 check mds-json2 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron-deepspeed,tp=8,ac=full --json
 json mds-kernel 'j["recipe"]["attention_kernel"] == "materialized"'
+check megatron-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron,tp=8,ac=full --json
+json megatron-cudnn 'j["recipe"]["attention_kernel"] == "cudnn"'
 check mbs-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
 expect mbs-open-said "$tmp/out" "assumed: mbs: 1 (not stated; grad_accum 128 makes up the global batch; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=16)"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
