@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <utility>
 
 #include "configs/builtin.h"
 #include "planner/io/hub_cache.h"
@@ -425,6 +426,11 @@ Status ReadBloom(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
+// MPT's attn_config.attn_impl values: "torch" materializes the scores, "triton" is
+// flash_attn_triton.py, "flash" is flash-attn. Read here, written back by ModelToYaml.
+constexpr std::pair<const char*, AttentionImpl> kMptAttnImpls[] = {
+    {"torch", AttentionImpl::kEager}, {"triton", AttentionImpl::kTriton}, {"flash", AttentionImpl::kFlash}};
+
 // MosaicML MPT (transformers MptConfig / modeling_mpt.py): fused Wqkv and out_proj, an
 // up/down GELU MLP of expansion_ratio x d_model, LayerNorms whose bias is removed and no
 // Linear biases when no_bias (the default), ALiBi positions, the head tied to wte.
@@ -441,23 +447,18 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   m.norm_bias = !no_bias;
   m.tied_embeddings = true;  // MptForCausalLM ties lm_head to transformer.wte
   m.position = PositionKind::kAlibi;
-  // attn_config.attn_impl picks llm-foundry's attention kernel: "torch" (scores materialized),
-  // "triton" (flash_attn_triton.py) or "flash" (flash-attn).
+  // attn_config.attn_impl picks llm-foundry's attention kernel (kMptAttnImpls).
   const YAML::Node attn = r.node["attn_config"];
   if (!attn.IsDefined() || attn.IsNull()) return Status::Ok();
   SP_RETURN_IF_ERROR(r.doc.ExpectMap(attn, "attn_config"));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> impl, r.doc.String(attn, "attn_impl"));
   if (!impl) return Status::Ok();
-  if (*impl == "torch") {
-    m.attention_impl = AttentionImpl::kEager;
-  } else if (*impl == "triton") {
-    m.attention_impl = AttentionImpl::kTriton;
-  } else if (*impl == "flash") {
-    m.attention_impl = AttentionImpl::kFlash;
-  } else {
-    return r.doc.ErrorAt(attn["attn_impl"], "attn_config.attn_impl: expected \"torch\", \"triton\" or \"flash\", got \"" + *impl + "\"");
+  for (const auto& [name, kind] : kMptAttnImpls) {
+    if (*impl != name) continue;
+    m.attention_impl = kind;
+    return Status::Ok();
   }
-  return Status::Ok();
+  return r.doc.ErrorAt(attn["attn_impl"], "attn_config.attn_impl: expected \"torch\", \"triton\" or \"flash\", got \"" + *impl + "\"");
 }
 
 // GPT-2, GPT-NeoX, OPT, BLOOM and MPT: LayerNorm, a plain MLP, and heads that split the
@@ -546,6 +547,12 @@ const std::vector<std::string>& SupportedModelTypes() {
     return v;
   }();
   return types;
+}
+
+const char* MptAttnImplName(AttentionImpl impl) {
+  for (const auto& [name, kind] : kMptAttnImpls)
+    if (kind == impl) return name;
+  return nullptr;
 }
 
 Status ValidateModel(const ModelSpec& m) {

@@ -18,6 +18,9 @@ StatusOr<ModelSpec> ParseModel(const Document& doc, const std::string& display_n
 StatusOr<ModelSpec> ParseModelNode(const Document& doc, const YAML::Node& node, const std::string& display_name);
 // Writes the spec back as HF config keys that ParseModel reads to the same spec.
 std::string ModelToYaml(const ModelSpec& m, int indent);
+// MPT's attn_config.attn_impl name for a kernel ("torch", "triton", "flash"); null for one
+// MPT configs cannot name.
+const char* MptAttnImplName(AttentionImpl impl);
 // `ref`, tried in this order: an existing file (config.json or YAML) or a folder holding
 // config.json; a built-in name (configs/models/); a hub id `org/name[@revision]` read from
 // the local Hugging Face cache (planner/io/hub_cache.h).

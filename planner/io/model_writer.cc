@@ -13,6 +13,10 @@ class Out {
   template <typename T>
   void Key(const char* k, const T& v) { ss_ << pad_ << k << ": " << v << "\n"; }
   void Bool(const char* k, bool v) { ss_ << pad_ << k << ": " << (v ? "true" : "false") << "\n"; }
+  // A one-key mapping under `k`.
+  void Child(const char* k, const char* inner, const std::string& v) {
+    ss_ << pad_ << k << ":\n" << pad_ << "  " << inner << ": " << v << "\n";
+  }
   std::string str() const { return ss_.str(); }
 
  private:
@@ -130,6 +134,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("max_seq_len", m.max_positions);
     o.Key("expansion_ratio", m.intermediate / m.hidden);
     o.Bool("no_bias", !m.norm_bias);
+    if (const char* impl = MptAttnImplName(m.attention_impl)) o.Child("attn_config", "attn_impl", impl);
   } else if (t == "falcon") {
     o.Key("vocab_size", m.vocab);
     o.Key("hidden_size", m.hidden);
@@ -224,13 +229,6 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     if (m.sliding_window > 0 && m.sliding_window_pattern == 4) o.Key("attention_chunk_size", m.sliding_window);
   }
   std::string out = o.str();
-  if (t == "mpt" && m.attention_impl != AttentionImpl::kUnstated) {
-    const std::string pad(static_cast<size_t>(indent), ' ');
-    const char* impl = m.attention_impl == AttentionImpl::kEager    ? "torch"
-                       : m.attention_impl == AttentionImpl::kTriton ? "triton"
-                                                                    : "flash";
-    out += pad + "attn_config:\n" + pad + "  attn_impl: " + impl + "\n";
-  }
   if (m.quant.quantized()) {
     std::ostringstream q;
     Quantization(q, std::string(static_cast<size_t>(indent), ' '), m.quant);

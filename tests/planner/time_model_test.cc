@@ -11,6 +11,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/io/model_reader.h"
 #include "planner/recipe.h"
 #include "topology/gpu_catalog.h"
 
@@ -356,32 +357,26 @@ Layout FsdpLayout(int dp) {
 }
 
 // MPT-7B as llm-foundry's benchmark yamls build it (d_model 4096, 32 heads, 32 layers,
-// expansion_ratio 4, vocab 50368, no biases, ALiBi).
+// expansion_ratio 4, vocab 50368), through the model reader's MPT family traits.
 ModelSpec Mpt7B() {
-  ModelSpec m;
-  m.model_type = "mpt";
-  m.vocab = 50368;
-  m.hidden = 4096;
-  m.layers = 32;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.head_dim = 128;
-  m.intermediate = 4 * 4096;
-  m.mlp = MlpKind::kPlain;
-  m.norm = NormKind::kLayer;
-  m.position = PositionKind::kAlibi;
-  m.tied_embeddings = true;
-  return m;
+  auto doc = Document::Parse("mpt-7b.json", R"({"model_type":"mpt","d_model":4096,"n_heads":32,"n_layers":32,"vocab_size":50368})");
+  EXPECT_TRUE(doc.ok());
+  return *ParseModel(*doc, "mpt-7b");
+}
+
+// An A100's compute: the 16-bit peak and the architecture the attention kernels depend on.
+GpuSpec A100() {
+  GpuSpec g = H100();
+  g.bf16_flops = g.fp16_flops = 312e12;
+  g.compute_capability = 80;
+  return g;
 }
 
 // llm-foundry's Triton FlashAttention (attn_impl: triton) runs 1.4x below FlashAttention-2 on
 // A100; on Hopper it gains only SMs x clock over A100: 0.357 x 312 TFLOP/s x 1.72 / 989.
 TEST(Hardware, TritonAttentionRates) {
-  GpuSpec a100 = H100();
-  a100.bf16_flops = a100.fp16_flops = 312e12;
-  a100.compute_capability = 80;
-  EXPECT_DOUBLE_EQ(HardwareFor(a100, Dtype::kBf16, AttentionImpl::kTriton).attention,
-                   HardwareFor(a100, Dtype::kBf16).attention / 1.4);
+  EXPECT_DOUBLE_EQ(HardwareFor(A100(), Dtype::kBf16, AttentionImpl::kTriton).attention,
+                   HardwareFor(A100(), Dtype::kBf16).attention / 1.4);
   EXPECT_NEAR(HardwareFor(H100(), Dtype::kBf16, AttentionImpl::kTriton).attention, 0.194, 0.001);
   EXPECT_DOUBLE_EQ(HardwareFor(H100(), Dtype::kBf16, AttentionImpl::kFlash).attention,
                    HardwareFor(H100(), Dtype::kBf16).attention);
@@ -400,10 +395,8 @@ TEST(Hardware, AttentionKernelsMatchTransformerEngineTimings) {
     EXPECT_NEAR((f.attn + f.attn_bwd) * 1e3, ms, 0.03 * ms);
   }
   // A100: TE prefers flash-attn there, and the cuDNN rate is FlashAttention-2's.
-  GpuSpec a100 = H100();
-  a100.compute_capability = 80;
-  EXPECT_DOUBLE_EQ(HardwareFor(a100, Dtype::kBf16, AttentionImpl::kCudnn).attention,
-                   HardwareFor(a100, Dtype::kBf16).attention);
+  EXPECT_DOUBLE_EQ(HardwareFor(A100(), Dtype::kBf16, AttentionImpl::kCudnn).attention,
+                   HardwareFor(A100(), Dtype::kBf16).attention);
 }
 
 // Megatron-core runs TE's cuDNN attention on Hopper unless a context-parallel ring carries it;
@@ -416,9 +409,7 @@ TEST(EstimateTime, AttentionKernelByStack) {
   Layout ring = megatron;
   ring.cp = 2;
   EXPECT_EQ(TrainingAttention(llama, ring, H100()), AttentionImpl::kUnstated);
-  GpuSpec a100 = H100();
-  a100.compute_capability = 80;
-  EXPECT_EQ(TrainingAttention(llama, megatron, a100), AttentionImpl::kUnstated);
+  EXPECT_EQ(TrainingAttention(llama, megatron, A100()), AttentionImpl::kUnstated);
   EXPECT_EQ(TrainingAttention(llama, FsdpLayout(8), H100()), AttentionImpl::kUnstated);
   ModelSpec mpt = Mpt7B();
   mpt.attention_impl = AttentionImpl::kTriton;
