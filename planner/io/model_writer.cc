@@ -108,7 +108,9 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("n_layer", m.layers);
     o.Key("n_head", m.heads);
     o.Key("n_positions", m.max_positions);
-    o.Key("n_inner", m.intermediate);
+    // Left out when it is GPT2Config's n_inner=None (4h): a wide model's 4h can exceed the
+    // largest width a config may state, and the reader derives it again.
+    if (m.intermediate != 4 * m.hidden) o.Key("n_inner", m.intermediate);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
   } else if (t == "opt") {
     o.Key("vocab_size", m.vocab);
@@ -138,7 +140,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   } else if (t == "falcon") {
     o.Key("vocab_size", m.vocab);
     o.Key("hidden_size", m.hidden);
-    o.Key("ffn_hidden_size", m.intermediate);
+    if (m.intermediate != 4 * m.hidden) o.Key("ffn_hidden_size", m.intermediate);  // absent: 4h, as n_inner
     o.Key("num_hidden_layers", m.layers);
     o.Key("num_attention_heads", m.heads);
     o.Key("max_position_embeddings", m.max_positions);

@@ -339,6 +339,24 @@ TEST(Families, Falcon) {
   }
 }
 
+// GPT-2 and Falcon derive a missing feed-forward width as 4h, which for the widest hidden
+// size a config may state is wider than a config may state it; the writer leaves the
+// derived width out, so it reads back (the model fuzzer's n_embd 2,031,072 case).
+TEST(Families, DerivedFeedForwardWidthReadsBack) {
+  for (const char* json : {R"({"model_type":"gpt2","n_embd":2031072,"n_layer":1,"n_head":1,"vocab_size":8})",
+                           R"({"model_type":"falcon","hidden_size":2031072,"num_hidden_layers":1,
+                               "num_attention_heads":1,"vocab_size":8})",
+                           R"({"model_type":"gpt2","n_embd":64,"n_layer":1,"n_head":1,"n_inner":100,"vocab_size":8})"}) {
+    auto m = FromJson(json);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    auto doc = Document::Parse("model.yaml", ModelToYaml(*m, 0));
+    ASSERT_TRUE(doc.ok());
+    auto back = ParseModel(*doc, m->name);
+    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(*m, 0);
+    EXPECT_EQ(*back, *m) << ModelToYaml(*m, 0);
+  }
+}
+
 // plan.yaml writes a model as config keys: the two families read back to the same spec
 // (Llama 4's intermediate_size is the expert's, its dense MLP intermediate_size_mlp).
 TEST(Families, Llama4AndNemotronWriteBack) {
