@@ -46,6 +46,17 @@ int Run(const EstimateFlags& f) {
         p.assumed.push_back("with loss: compiled this fits (device peak " + FormatBytes(e.fullest().device_peak) +
                             "): torchtitan 2025-04 and later compile the loss; say loss: compiled if yours does");
     }
+    // Likewise torchtitan's later default micro-batch of one under pipeline parallelism.
+    if (!p.memory.fits && TorchtitanStageSplit(p.layout)) {
+      Layout newer = p.layout;
+      newer.grad_accum *= newer.mbs;
+      newer.mbs = 1;
+      newer.fixed |= kKeyMbs;
+      const MemoryEstimate e = EstimateMemory(p.model, p.workload, newer, p.cluster, p.memory_options);
+      if (e.fits)
+        p.assumed.push_back("with mbs=1 this fits (device peak " + FormatBytes(e.fullest().device_peak) +
+                            "): torchtitan 2025-04 and later default to pipeline_parallel_microbatch_size 1; say mbs=1 if yours does");
+    }
     const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;
     if (offloads && p.cluster.host_memory_bytes <= 0)
       p.assumed.push_back("host memory not stated in the cluster: the " + FormatBytes(p.memory.per_node_host_bytes) +

@@ -108,12 +108,10 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
   // accumulation that then makes up the global batch.
   if (p.workload.training() && !(resolved.fixed & kKeyMbs)) {
     std::string why = "not stated; grad_accum " + std::to_string(resolved.grad_accum) + " makes up the global batch";
-    // torchtitan before 2025-03 cut each rank's batch into as many micro-batches as pipeline
-    // stages (experimental.pipeline_parallel_microbatches = None); later releases take
-    // pipeline_parallel_microbatch_size, default 1.
-    const int64_t local = resolved.mbs * resolved.grad_accum;
-    if (resolved.framework == Framework::kTorchtitan && resolved.pp > 1 && local % resolved.pp == 0 && local > resolved.pp)
-      why += "; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=" + std::to_string(local / resolved.pp);
+    // ResolveLayout's torchtitan pipeline split (planner/layout.cc).
+    if (TorchtitanStageSplit(resolved))
+      why = "not stated; torchtitan releases before 2025-04 cut each rank's batch into pp micro-batches, the larger "
+            "memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say mbs=1 if yours does";
     p.assumed.push_back("mbs: " + std::to_string(resolved.mbs) + " (" + why + ")");
   }
   p.memory_options = in.memory;

@@ -489,6 +489,11 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
   return framework == Framework::kFsdp && fine_tune && c.world_size() == 1 ? Stack::kHf : Stack::kNative;
 }
 
+bool TorchtitanStageSplit(const Layout& l) {
+  return l.framework == Framework::kTorchtitan && l.pp > 1 && !(l.fixed & (kKeyMbs | kKeyGradAccum)) && l.mbs > 1 &&
+         l.grad_accum == l.pp;
+}
+
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l) {
   // ZB-V is two chunks per rank by construction.
   if (l.pp_schedule == PpSchedule::kZbv && !(l.fixed & kKeyVpp)) l.vpp = 2;
@@ -529,6 +534,10 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // (nemo/collections/llm/recipes/llama3_70b.py and friends); elsewhere it is opt-in.
   if (!(l.fixed & kKeyTpOverlap)) l.tp_overlap = l.stack == Stack::kNemo && l.tp > 1 && l.sp;
   if (l.tp == 1) l.tp_overlap = false;
+  // torchtitan keeps a pipeline stage's parameters gathered from forward to backward so that
+  // each micro-batch does not all-gather them again: fsdp_reshard_after_forward "default" is
+  // `not pp_enabled` (torchtitan distributed/fsdp.py; parallelize_llama.py since 2024).
+  if (!(l.fixed & kKeyReshard) && l.framework == Framework::kTorchtitan && l.pp > 1) l.reshard_after_forward = false;
   // Unsloth's recommended setting: use_gradient_checkpointing="unsloth" (full recomputation,
   // with the checkpoints offloaded to host memory, planner/recipe.cc); torchtune's configs
   // set enable_activation_checkpointing: True.
@@ -561,6 +570,18 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
     l.zero = 0;
   if (w.training()) SP_RETURN_IF_ERROR(CheckFramework(l));  // serving is framework-free
   SP_RETURN_IF_ERROR(CheckModelFit(m, w, l));
+  // torchtitan's pipeline schedules with no micro-batch stated: releases before 2025-04 cut
+  // each rank's local batch into as many micro-batches as pipeline stages
+  // (experimental.pipeline_parallel_microbatches, None = the pp degree); later ones take
+  // parallelism.pipeline_parallel_microbatch_size, default 1 (torchtitan 5e2033c). The older
+  // split keeps pp times more sequences in flight on the first stage, so it is the default
+  // that never calls an OOM a fit, as the eager loss is (planner/recipe.cc); mbs=1 states
+  // the newer one.
+  if (w.training() && l.framework == Framework::kTorchtitan && l.pp > 1 && w.global_batch_stated &&
+      !(l.fixed & (kKeyMbs | kKeyGradAccum)) && w.global_batch % (static_cast<int64_t>(l.dp) * l.pp) == 0 &&
+      w.global_batch / (static_cast<int64_t>(l.dp) * l.pp) <= (1 << 24)) {  // the most mbs= takes
+    l.mbs = static_cast<int>(w.global_batch / (static_cast<int64_t>(l.dp) * l.pp));
+  }
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
     if (!w.global_batch_stated) {

@@ -139,6 +139,10 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
 // checks the rules of the layout's framework; the error names the rule that broke.
 StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const ClusterSpec& c, Layout l);
 
+// Whether ResolveLayout cut an unstated torchtitan micro-batch the way releases before
+// 2025-04 did (each rank's batch over the pipeline stages) rather than the later default, 1.
+bool TorchtitanStageSplit(const Layout& l);
+
 // Layers on each pipeline stage: `stages` when given, else Megatron's balanced split
 // (earlier stages take the remainder).
 std::vector<int> StageLayers(const ModelSpec& m, const Layout& l);

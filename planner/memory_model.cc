@@ -183,10 +183,19 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
   if (ctx.w.training()) {
     const int m_count = std::max(1, l.grad_accum);
     s.micro_batches_in_flight = l.pp > 1 ? std::min(l.pp - stage, m_count) : 1;
-    // Interleaving holds a fraction more on the first stage; ZB-V's two chunks keep 1F1B's
-    // peak (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory", V-ZB).
-    if (l.vpp > 1 && l.pp_schedule != PpSchedule::kZbv)
-      s.inflight_scale = 1.0 + static_cast<double>(l.pp - 1) / (l.pp * l.vpp);
+    // Interleaved 1F1B: rank r runs 2 (pp - r - 1) + (vpp - 1) pp warm-up forwards of one
+    // model chunk (1/vpp of its layers) before its first backward, one more in the steady
+    // state, never more than the m x vpp chunks there are (Megatron's
+    // get_forward_backward_func interleaved schedule; torch.distributed.pipelining's
+    // ScheduleInterleaved1F1B._get_warmup_ops, likewise capped). With many micro-batches
+    // the first rank holds 1 + (pp - 1) / (pp vpp) times 1F1B's pp; with m = pp, just pp.
+    // ZB-V's two chunks keep 1F1B's peak (Qi et al. 2024, "Pipeline Parallelism with
+    // Controllable Memory", V-ZB).
+    if (l.vpp > 1 && l.pp_schedule != PpSchedule::kZbv) {
+      const double chunks = std::min<double>(2.0 * (l.pp - stage - 1) + (l.vpp - 1.0) * l.pp + 1,
+                                             static_cast<double>(m_count) * l.vpp);
+      s.inflight_scale = chunks / l.vpp / s.micro_batches_in_flight;
+    }
   }
   return s;
 }

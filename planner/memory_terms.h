@@ -23,7 +23,7 @@ struct StageShape {
   int64_t kept_params = 0;    // serving as shipped: linear params the checkpoint keeps 16-bit
   bool first = false, last = false;
   int micro_batches_in_flight = 1;  // 1F1B: min(pp - stage, m); interleaved adds a fraction
-  double inflight_scale = 1.0;      // interleaving's (1 + (p-1)/(p*v)) on the first stage
+  double inflight_scale = 1.0;      // interleaving's warm-up chunks over 1F1B's count
 };
 
 struct MemoryContext {

@@ -186,11 +186,17 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // torchtitan's pipeline schedules turn gradient sync off until the last micro-batch, so
   // FSDP2 accumulates unsharded gradients in reduce_dtype (fp32): 4 B per stage param
   // (memory-model.md 3.2, "gradient accumulation without sync").
+  // AutoModel leaves the experts out of FSDP (ignored_params) when expert parallelism leaves
+  // nothing to shard them over (ep_shard mesh of size 1, components/moe/parallelizer.py
+  // apply_fsdp): they are never gathered, and their grads accumulate as plain .grad in the
+  // gradients term.
+  const bool experts_outside = l.stack == Stack::kAutomodel && l.ep > 1 && st.ne == 1;
+  const double managed = experts_outside ? st.dense : st.params;
   if (l.framework == Framework::kTorchtitan && l.pp > 1 && l.grad_accum > 1)
-    Add(out, "unsharded_grads_no_sync", 4 * st.params, Phase::kBackward, Phase::kStep,
+    Add(out, "unsharded_grads_no_sync", 4 * managed, Phase::kBackward, Phase::kStep,
         "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
   if (!l.reshard_after_forward || l.zero == 2)
-    Add(out, "unsharded_params_kept", wb * (st.params - static_cast<double>(s.root_params)), Phase::kForward,
+    Add(out, "unsharded_params_kept", wb * (managed - static_cast<double>(s.root_params)), Phase::kForward,
         Phase::kBackward, "reshard_after_forward=False / SHARD_GRAD_OP keeps 2P of bf16 params (memory-model.md 7.1)");
   if (l.shard_group > 0 && l.shard_group < l.dp)
     Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,

@@ -308,6 +308,27 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
     Layout tried = l;
     tried.ac = ac;
     MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
+    // Megatron recomputes whole blocks for only the first --recompute-num-layers of each
+    // stage (--recompute-method block), which NeMo and Megatron-Bridge recipes use: the fewest
+    // per stage that fit, before every layer.
+    if (ac == Recompute::kFull && l.framework == Framework::kMegatron && !(l.fixed & kKeyAcLayers) && e.fits) {
+      const std::vector<int> layers = StageLayers(m, l);
+      int lo = 1, hi = *std::max_element(layers.begin(), layers.end());
+      while (lo < hi) {  // memory falls as more blocks recompute: the fewest that fit
+        tried.ac_layers = (lo + hi) / 2;
+        if (EstimateMemory(m, w, tried, c, opt).fits) hi = tried.ac_layers;
+        else lo = tried.ac_layers + 1;
+      }
+      tried.ac_layers = hi == *std::max_element(layers.begin(), layers.end()) ? 0 : hi;
+      if (tried.ac_layers > 0) {
+        e = EstimateMemory(m, w, tried, c, opt);
+        if (note)
+          *note = "ac: full, ac_layers " + std::to_string(tried.ac_layers) +
+                  " (not stated; the least recomputation that fits: whole blocks for that many layers of each "
+                  "stage, Megatron's --recompute-method block)";
+        return {tried, std::move(e)};
+      }
+    }
     if (!e.fits && ac != Recompute::kFull) continue;
     if (note && (ac != l.ac || ac != Recompute::kNone))
       *note = "ac: " + std::string(RecomputeName(ac)) +

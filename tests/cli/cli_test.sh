@@ -104,8 +104,9 @@ json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["mas
 check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
 expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"
 check ac-open-none 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1,ac=none --seq-len 8192
-# An unstated micro-batch is said, and for torchtitan's pipelines what older releases did:
-# 256 sequences over dp=2 are 128 per rank, 16 per stage when cut into pp=8 micro-batches.
+# An unstated micro-batch is said. torchtitan's pipelines take what older releases did, the
+# larger memory: 256 sequences over dp=2 are 128 per rank, 16 per micro-batch when cut into
+# pp=8; that does not fit, and the newer default's fit is said.
 # Megatron-DeepSpeed's attention is unfused unless the workload says otherwise, in --json too.
 check mds-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron-deepspeed,tp=8,ac=full --json
 json mds-flash 'j["recipe"]["flash_attention"] is False and j["layout"]["framework"] == "megatron-deepspeed" and any(a.startswith("flash_attention: false") for a in j["assumed"])'
@@ -117,8 +118,11 @@ check mds-json2 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --l
 json mds-kernel 'j["recipe"]["attention_kernel"] == "materialized"'
 check megatron-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron,tp=8,ac=full --json
 json megatron-cudnn 'j["recipe"]["attention_kernel"] == "cudnn"'
-check mbs-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
-expect mbs-open-said "$tmp/out" "assumed: mbs: 1 (not stated; grad_accum 128 makes up the global batch; torchtitan releases before 2025-03 split it into pp micro-batches: mbs=16)"
+check mbs-open 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
+expect mbs-open-said "$tmp/out" "assumed: mbs: 16 (not stated; torchtitan releases before 2025-04 cut each rank's batch into pp micro-batches, the larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say mbs=1 if yours does)"
+expect mbs-open-newer "$tmp/out" "assumed: with mbs=1 this fits (device peak"
+check mbs-open-one 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full,mbs=1
+expect mbs-one-layout "$tmp/out" "mbs=1,grad_accum=128"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
 expect seq-too-long-msg "$tmp/err" "--seq-len: expected at most 67108864 tokens"
 printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"

@@ -256,6 +256,32 @@ TEST(Layout, TpOverlapFollowsTheRecipe) {
   EXPECT_EQ(FrameworkName(*f.Resolve("framework=nemo,tp=4")), "nemo");
 }
 
+// torchtitan's pipelines, micro-batch unstated: each rank's batch is cut into as many
+// micro-batches as stages (releases before 2025-04), and the stage keeps its parameters
+// gathered between forward and backward (fsdp_reshard_after_forward "default").
+// Table 5 of torchtitan's 2024-12 benchmark: 405B, global batch 256, FSDP 8 x TP 8 x PP 8.
+TEST(Layout, TorchtitanPipelineDefaults) {
+  Fixture f("llama-3.1-405b", "dgx-h100", 64);
+  f.w.global_batch = 256;
+  auto l = f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->mbs, 4);  // 32 sequences per rank over 8 stages
+  EXPECT_EQ(l->grad_accum, 8);
+  EXPECT_FALSE(l->reshard_after_forward);
+  EXPECT_TRUE(TorchtitanStageSplit(*l));
+  auto newer = f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8,mbs=1");
+  ASSERT_TRUE(newer.ok());
+  EXPECT_EQ(newer->grad_accum, 32);
+  EXPECT_FALSE(TorchtitanStageSplit(*newer));
+  EXPECT_TRUE(f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8,reshard=on")->reshard_after_forward);
+  EXPECT_EQ(f.Resolve("framework=megatron,dp=8,tp=8,pp=8")->mbs, 1);  // Megatron's --micro-batch-size 1
+  f.c.nodes = 8;
+  auto flat = f.Resolve("framework=torchtitan,dp=8,tp=8");
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(flat->mbs, 1);
+  EXPECT_TRUE(flat->reshard_after_forward);
+}
+
 // The optimizer stepped in backward has no gradient buffer to accumulate micro-batches into.
 TEST(Layout, OptimizerInBackwardNeedsOneMicroBatchPerStep) {
   Fixture f("llama-3.1-8b", "dgx-h100", 1);

@@ -293,6 +293,26 @@ TEST(Recipe, NemoPerformanceRecipesKeepBf16MainGrads) {
   EXPECT_FALSE(MegatronGradsFp32(Recipe(base + "grad_reduce_in_fp32: false\n"), *native));
 }
 
+// Under AutoModel's pipeline (parameters kept gathered, gradients accumulated unsynced), the
+// experts stay outside FSDP when EP leaves nothing to shard them over (ep_shard mesh of size
+// 1): only the dense parameters are kept gathered and accumulated in fp32. torchtitan wraps
+// the experts too. Qwen3-30B-A3B on 2 DGX H100, PP 2 x EP 8 over dp 8.
+TEST(Recipe, AutomodelLeavesExpertsOutOfFsdpWhenEpCoversTheMesh) {
+  const ModelSpec m = Builtin("qwen3-30b-a3b");
+  ClusterSpec c = DgxH100();
+  c.nodes = 2;
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 64\noptimizer: adam\n");
+  const std::string layout = "dp=8,pp=2,ep=8,mbs=1,ac=full,reshard=off";
+  const MemoryEstimate am = Estimate(m, w, c, "framework=automodel," + layout);
+  const MemoryEstimate titan = Estimate(m, w, c, "framework=torchtitan," + layout);
+  const double kept = Term(am, "unsharded_params_kept"), grads = Term(am, "unsharded_grads_no_sync");
+  ASSERT_GT(kept, 0);
+  // The same stage in both: AutoModel's kept bytes are the dense part alone.
+  EXPECT_NEAR(grads / 4, kept / 2 + Term(am, "root_unsharded_params") / 2, grads * 1e-6);
+  EXPECT_LT(grads, 0.4 * Term(titan, "unsharded_grads_no_sync"));  // 1.8B of 2.6B per rank are experts
+  EXPECT_LT(kept, 0.4 * Term(titan, "unsharded_params_kept"));
+}
+
 // ZB-V runs two chunks per rank but holds 1F1B's activations at the first stage (V-ZB,
 // Qi et al. 2024), where interleaved 1F1B on two chunks holds (1 + (p-1)/(2p)) times them.
 TEST(Recipe, ZbvHoldsOneF1BsActivations) {
@@ -311,6 +331,28 @@ TEST(Recipe, ZbvHoldsOneF1BsActivations) {
   ASSERT_GT(one, 0);
   EXPECT_NEAR(v, one, one * 1e-9);
   EXPECT_NEAR(inter, one * (1 + 3.0 / 8), one * 0.02);
+}
+
+// Interleaved 1F1B's warm-up, rank r: 2 (pp - r - 1) + (vpp - 1) pp chunk forwards, one more
+// in the steady state, capped by the m x vpp chunks there are. Four micro-batches on pp=4:
+// the first rank's 11 warm-up chunks are capped at 8, 4 micro-batches' worth as in 1F1B; the
+// last rank holds 4 + 1 chunks of half its layers where 1F1B holds one micro-batch.
+TEST(Recipe, InterleavedWarmUpIsCappedByTheMicroBatches) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 8\n");  // dp=2: m = 4
+  auto activations = [&](const std::string& layout, size_t stage) {
+    const MemoryEstimate e = Estimate(m, w, c, layout);
+    for (const MemoryTerm& t : e.stages[stage].terms)
+      if (t.name == "activations") return static_cast<double>(t.bytes);
+    return 0.0;
+  };
+  const std::string base = "framework=megatron,pp=4,dp=2,mbs=1,ac=full";
+  const double one = activations(base, 0), inter = activations(base + ",vpp=2", 0);
+  ASSERT_GT(one, 0);
+  EXPECT_NEAR(inter, one, one * 0.01);
+  const double last_one = activations(base, 3), last_inter = activations(base + ",vpp=2", 3);
+  EXPECT_NEAR(last_inter, last_one * 2.5, last_one * 0.05);
 }
 
 // Activation offloading keeps about two layers' saved tensors on the GPU; the rest is in

@@ -113,6 +113,37 @@ TEST(Search, InferencePrefersTheRequestedFormat) {
   EXPECT_GT(r.plans.front().memory.kv.max_concurrent_sequences, 0);
 }
 
+// Megatron's block recomputation (--recompute-method block --recompute-num-layers N)
+// recomputes whole blocks for only N layers of each stage. With recomputation unstated and
+// selective not enough, the estimate takes the fewest such layers that fit, not every layer:
+// Llama 3.1 8B at TP 2, micro-batch 4 x 8192 on DGX H100.
+TEST(Search, MegatronBlockRecomputationIsTheFewestLayersThatFit) {
+  ModelSpec m = *LoadModel("llama-3.1-8b");
+  ClusterSpec c = *LoadCluster("dgx-h100");
+  Workload w;
+  w.seq_len = 8192;
+  w.global_batch = 32;
+  auto l = ResolveLayout(m, w, c, *ParseLayout("framework=megatron,tp=2,mbs=4"));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  Layout selective = *l;
+  selective.ac = Recompute::kSelective;
+  ASSERT_FALSE(EstimateMemory(m, w, selective, c).fits);
+  std::string note;
+  auto [chosen, e] = LeastRecomputationThatFits(m, w, *l, c, MemoryOptions{}, &note);
+  EXPECT_EQ(chosen.ac, Recompute::kFull);
+  EXPECT_GT(chosen.ac_layers, 1);
+  EXPECT_LT(chosen.ac_layers, 32);
+  EXPECT_TRUE(e.fits);
+  Layout fewer = chosen;
+  fewer.ac_layers -= 1;
+  EXPECT_FALSE(EstimateMemory(m, w, fewer, c).fits);
+  EXPECT_NE(note.find("ac: full, ac_layers " + std::to_string(chosen.ac_layers)), std::string::npos) << note;
+  // Other frameworks recompute every layer or none.
+  auto fsdp = ResolveLayout(m, w, c, *ParseLayout("framework=fsdp,mbs=4"));
+  ASSERT_TRUE(fsdp.ok());
+  EXPECT_EQ(LeastRecomputationThatFits(m, w, *fsdp, c, MemoryOptions{}, &note).first.ac_layers, 0);
+}
+
 }  // namespace
 }  // namespace shardplan
 
