@@ -80,9 +80,19 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
   // last stage the dummy sampler run that follows, whichever is larger.
   const double t = l.tp;
-  const double tokens = static_cast<double>(std::min<int64_t>(kProfileTokens, std::max<int64_t>(context * l.batch, 1)));
-  const double f = static_cast<double>(m.is_moe() ? m.expert_intermediate * m.experts_per_token : m.intermediate);
-  const double width = 2 * f / t * 2 + 3 * static_cast<double>(m.hidden) + static_cast<double>(m.q_width() + 2 * m.kv_width()) / t;
+  const int64_t batched = ctx.w.inference.max_num_batched_tokens > 0 ? ctx.w.inference.max_num_batched_tokens : kProfileTokens;
+  const double tokens = static_cast<double>(std::min<int64_t>(batched, std::max<int64_t>(context * l.batch, 1)));
+  // A dense MLP peaks with gate_up's 2f outputs and SiluAndMul's f beside the residual stream,
+  // the hidden state and its norm: 3f + 3h per token. vLLM V0's logs for Llama-3.1-8B on an
+  // RTX 3090 profile max_model_len tokens and measure peak_torch_memory less the weights at
+  // 2.07 GiB for 20,000 and 2.99 GiB for 29,000 (vllm#10517): 110.6 KB a token both, and 3f +
+  // 3h = 55,296 bf16 elements. The MoE width keeps the fused kernel's caches and the
+  // attention projections (no published profile to check it against).
+  const double h = static_cast<double>(m.hidden);
+  const double width = m.is_moe()
+      ? 4 * static_cast<double>(m.expert_intermediate * m.experts_per_token) / t + 3 * h +
+            static_cast<double>(m.q_width() + 2 * m.kv_width()) / t
+      : 3 * static_cast<double>(m.intermediate) / t + 3 * h;
   const double forward = tokens * width * 2;
   const double sampler = s.last ? kSamplerBytesPerLogit * static_cast<double>(ProfiledSequences(ctx.c.gpu)) *
                                       static_cast<double>(m.vocab)
@@ -90,7 +100,7 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   out.push_back({"activation_workspace", static_cast<int64_t>(std::max(forward, sampler)), 4, Phase::kForward,
                  Phase::kForward, Pool::kTorch,
                  sampler > forward ? "vLLM profile's dummy sampler run: max_num_seqs x vocab logits, fp32 copies and sort"
-                                   : "one layer's intermediates for max_num_batched_tokens=8192 (vLLM profile_run)"});
+                                   : "one layer's intermediates for max_num_batched_tokens (vLLM profile_run)"});
 }
 
 InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& stage, const StageShape& s) {

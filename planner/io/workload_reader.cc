@@ -38,7 +38,8 @@ Status ReadLora(const Document& doc, const YAML::Node& node, LoraSpec& lora) {
 Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec& inf) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
-                                          "gpu_memory_utilization", "mem_fraction_static", "engine"}));
+                                          "gpu_memory_utilization", "mem_fraction_static", "engine",
+                                          "max_num_batched_tokens"}));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> engine, doc.String(node, "engine"));
   if (engine) {
     const std::string e = Lower(*engine);
@@ -59,6 +60,8 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> prompt, doc.Int(node, "prompt_len", 1, int64_t{1} << 26));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gen, doc.Int(node, "gen_len", 0, int64_t{1} << 26));
   SP_ASSIGN_OR_RETURN(std::optional<double> util, doc.Number(node, "gpu_memory_utilization", 0.05, 1.0));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> batched, doc.Int(node, "max_num_batched_tokens", 1, int64_t{1} << 26));
+  if (batched) inf.max_num_batched_tokens = *batched;
   if (batch) inf.batch = *batch;
   if (prompt) inf.prompt_len = *prompt;
   if (gen) inf.gen_len = *gen;
@@ -211,7 +214,11 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
          ", weights: " + std::string(DtypeName(w.inference.weights)) + ", kv_cache: " +
          std::string(DtypeName(w.inference.kv_cache)) +
          (w.inference.engine == ServingEngine::kSglang ? ", engine: sglang, mem_fraction_static: " + util
-                                                       : ", gpu_memory_utilization: " + util) + "}\n";
+                                                       : ", gpu_memory_utilization: " + util) +
+         (w.inference.max_num_batched_tokens > 0
+              ? ", max_num_batched_tokens: " + std::to_string(w.inference.max_num_batched_tokens)
+              : std::string()) +
+         "}\n";
   return out;
 }
 

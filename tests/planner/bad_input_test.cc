@@ -474,6 +474,27 @@ TEST(Documents, FlowStyleYamlIsYaml) {
   EXPECT_EQ(ParseWorkload(*strict)->seq_len, 2048);
 }
 
+// vLLM's --max-num-batched-tokens reads, bounds its value with the line, and a plan file
+// carries it.
+TEST(Workload, ServingBatchedTokens) {
+  auto doc = Document::Parse("w.yaml", "task: inference\ninference:\n  prompt_len: 29000\n  max_num_batched_tokens: 29000\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.max_num_batched_tokens, 29000);
+  auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto back = ParseWorkload(*again);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->inference, w->inference);
+  auto bad = Document::Parse("w.yaml", "task: inference\ninference:\n  max_num_batched_tokens: 0\n");
+  ASSERT_TRUE(bad.ok());
+  auto rejected = ParseWorkload(*bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("w.yaml:3:27: max_num_batched_tokens"), std::string::npos)
+      << rejected.status().message();
+}
+
 // The recipe keys users state, with located errors, and what they read as.
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"

@@ -3,6 +3,7 @@
 // every expected value derived here from its source.
 #include <gtest/gtest.h>
 
+#include "planner/io/document.h"
 #include "planner/io/model_reader.h"
 #include "planner/memory_model.h"
 #include "planner/memory_terms.h"
@@ -144,6 +145,36 @@ TEST(Inference, VllmProfileMatchesLoggedKvTokens) {
     const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=" + std::to_string(r.tp)), c);
     EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_tokens, 0.03 * r.logged_tokens) << r.model << " tp" << r.tp;
   }
+}
+
+// vLLM V0 without chunked prefill profiled max_model_len tokens: Llama-3.1-8B on an RTX 3090
+// at 0.90 logs peak_torch_memory 17.06 GiB over 14.99 GiB of weights for 20,000 tokens and
+// 17.98 GiB for 29,000, and 1952 and 1478 KV blocks of 16 (vllm#10517). The profile's layer
+// (gate_up's 2f and SiluAndMul's f beside 3h) reproduces both, and at 29,000 one sequence
+// no longer fits its own KV cache, as the engine said.
+TEST(Inference, ProfiledBatchedTokensSizeTheActivationPeak) {
+  auto doc = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: RTX 3090\n");
+  ASSERT_TRUE(doc.ok());
+  auto parsed = ParseCluster(*doc);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const ClusterSpec c = *parsed;
+  const ModelSpec m = Model("llama-3.1-8b");
+  struct Row {
+    int64_t tokens;
+    double peak_minus_weights_gib;
+    int64_t logged_kv_tokens;
+  };
+  for (const Row& r : {Row{20'000, 17.06 - 14.99, 1952 * 16}, Row{29'000, 17.98 - 14.99, 1478 * 16}}) {
+    Workload w = Serve(r.tokens, 0.90);
+    w.inference.max_num_batched_tokens = r.tokens;
+    const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+    EXPECT_NEAR(static_cast<double>(Term(e, "activation_workspace")) / kGiB, r.peak_minus_weights_gib, 0.02) << r.tokens;
+    EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_kv_tokens, 0.03 * r.logged_kv_tokens) << r.tokens;
+    EXPECT_EQ(e.kv.max_kv_tokens >= r.tokens, r.tokens == 20'000);
+  }
+  // Unstated, the profile is V1's 8,192 chunked-prefill tokens.
+  const MemoryEstimate v1 = EstimateMemory(m, Serve(29'000, 0.90), Resolve(m, Serve(29'000, 0.90), c, "tp=1"), c);
+  EXPECT_NEAR(static_cast<double>(Term(v1, "activation_workspace")), 8192.0 * (3 * 14336 + 3 * 4096) * 2, 1);
 }
 
 // SGLang's mem_fraction_static covers weights and KV alone: Qwen3-235B-A22B FP8 on 4 x H100
