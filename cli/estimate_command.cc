@@ -36,26 +36,25 @@ int Run(const EstimateFlags& f) {
         LeastRecomputationThatFits(p.model, p.workload, p.layout, p.cluster, p.memory_options, &note);
     if (!note.empty()) p.assumed.push_back(note);
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
-    // torchtitan's compiled loss (2025-04 on) holds far less than the eager one the recipe
-    // prices: when that is the difference between OOM and a fit, say so.
+    // Where the default took an older torchtitan release's larger memory, say when the
+    // later release's behaviour is the difference between OOM and a fit.
+    auto fits_with = [&p](const Workload& w, const Layout& l, const std::string& setting, const std::string& why) {
+      const MemoryEstimate e = EstimateMemory(p.model, w, l, p.cluster, p.memory_options);
+      if (e.fits)
+        p.assumed.push_back("with " + setting + " this fits (device peak " + FormatBytes(e.fullest().device_peak) +
+                            "): " + why + "; say " + setting + " if yours does");
+    };
     if (!p.memory.fits && LossCompiledByRelease(p.workload, p.layout)) {
       Workload compiled = p.workload;
       compiled.loss = LossKind::kCompiled;
-      const MemoryEstimate e = EstimateMemory(p.model, compiled, p.layout, p.cluster, p.memory_options);
-      if (e.fits)
-        p.assumed.push_back("with loss: compiled this fits (device peak " + FormatBytes(e.fullest().device_peak) +
-                            "): torchtitan 2025-04 and later compile the loss; say loss: compiled if yours does");
+      fits_with(compiled, p.layout, "loss: compiled", "torchtitan 2025-04 and later compile the loss");
     }
-    // Likewise torchtitan's later default micro-batch of one under pipeline parallelism.
     if (!p.memory.fits && TorchtitanStageSplit(p.layout)) {
       Layout newer = p.layout;
       newer.grad_accum *= newer.mbs;
       newer.mbs = 1;
       newer.fixed |= kKeyMbs;
-      const MemoryEstimate e = EstimateMemory(p.model, p.workload, newer, p.cluster, p.memory_options);
-      if (e.fits)
-        p.assumed.push_back("with mbs=1 this fits (device peak " + FormatBytes(e.fullest().device_peak) +
-                            "): torchtitan 2025-04 and later default to pipeline_parallel_microbatch_size 1; say mbs=1 if yours does");
+      fits_with(p.workload, newer, "mbs=1", "torchtitan 2025-04 and later default to pipeline_parallel_microbatch_size 1");
     }
     const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;
     if (offloads && p.cluster.host_memory_bytes <= 0)

@@ -254,7 +254,7 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
     per_mb += static_cast<double>(LayerActivationBytes(ctx, layer, mode));
     largest_full = std::max(largest_full, static_cast<double>(LayerActivationBytes(ctx, layer, Recompute::kNone)));
   }
-  const double inflight = s.micro_batches_in_flight * s.inflight_scale;
+  const double inflight = s.micro_batches_in_flight;
   const double saved = per_mb * inflight;
   if (ctx.r.activation_offload && s.layers > 1) {
     // Offloading (torchtune OffloadActivations, Unsloth's offloaded checkpoints) streams each

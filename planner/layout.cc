@@ -577,11 +577,11 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // split keeps pp times more sequences in flight on the first stage, so it is the default
   // that never calls an OOM a fit, as the eager loss is (planner/recipe.cc); mbs=1 states
   // the newer one.
+  const int64_t stage_cuts = static_cast<int64_t>(l.dp) * l.pp;
   if (w.training() && l.framework == Framework::kTorchtitan && l.pp > 1 && w.global_batch_stated &&
-      !(l.fixed & (kKeyMbs | kKeyGradAccum)) && w.global_batch % (static_cast<int64_t>(l.dp) * l.pp) == 0 &&
-      w.global_batch / (static_cast<int64_t>(l.dp) * l.pp) <= (1 << 24)) {  // the most mbs= takes
-    l.mbs = static_cast<int>(w.global_batch / (static_cast<int64_t>(l.dp) * l.pp));
-  }
+      !(l.fixed & (kKeyMbs | kKeyGradAccum)) && w.global_batch % stage_cuts == 0 &&
+      w.global_batch / stage_cuts <= (1 << 24))  // the most mbs= takes
+    l.mbs = static_cast<int>(w.global_batch / stage_cuts);
   if (w.training()) {
     const int64_t per_step = static_cast<int64_t>(l.mbs) * l.dp;
     if (!w.global_batch_stated) {

@@ -194,7 +194,7 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
     if (l.vpp > 1 && l.pp_schedule != PpSchedule::kZbv) {
       const double chunks = std::min<double>(2.0 * (l.pp - stage - 1) + (l.vpp - 1.0) * l.pp + 1,
                                              static_cast<double>(m_count) * l.vpp);
-      s.inflight_scale = chunks / l.vpp / s.micro_batches_in_flight;
+      s.micro_batches_in_flight = chunks / l.vpp;
     }
   }
   return s;

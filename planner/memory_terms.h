@@ -22,8 +22,9 @@ struct StageShape {
   int64_t adapter_params = 0; // LoRA adapter params on this GPU
   int64_t kept_params = 0;    // serving as shipped: linear params the checkpoint keeps 16-bit
   bool first = false, last = false;
-  int micro_batches_in_flight = 1;  // 1F1B: min(pp - stage, m); interleaved adds a fraction
-  double inflight_scale = 1.0;      // interleaving's warm-up chunks over 1F1B's count
+  // Micro-batches' activations held at the peak: 1F1B's min(pp - stage, m), or interleaving's
+  // warm-up chunks over vpp.
+  double micro_batches_in_flight = 1;
 };
 
 struct MemoryContext {

@@ -271,6 +271,23 @@ SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpe
   return r;
 }
 
+namespace {
+
+// The fewest layers, 1 to `most`, that full recomputation must cover for `l` to fit, given
+// that `most` fits: memory falls as more blocks recompute.
+int FewestRecomputedLayers(const ModelSpec& m, const Workload& w, Layout l, const ClusterSpec& c,
+                           const MemoryOptions& opt, int most) {
+  int lo = 1, hi = most;
+  while (lo < hi) {
+    l.ac_layers = (lo + hi) / 2;
+    if (EstimateMemory(m, w, l, c, opt).fits) hi = l.ac_layers;
+    else lo = l.ac_layers + 1;
+  }
+  return hi;
+}
+
+}  // namespace
+
 std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m, const Workload& w, const Layout& l,
                                                             const ClusterSpec& c, const MemoryOptions& opt,
                                                             std::string* note) {
@@ -280,17 +297,10 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
   if (w.training() && l.stack == Stack::kFmsFsdp && l.ac == Recompute::kSelective && !(l.fixed & kKeyAcLayers)) {
     Layout tried = l;
     tried.ac = Recompute::kFull;
-    int lo = 1, hi = static_cast<int>(m.layers);
-    tried.ac_layers = hi;
+    tried.ac_layers = static_cast<int>(m.layers);
     MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
     if (e.fits) {
-      while (lo < hi) {  // memory falls as more blocks recompute: the fewest that fit
-        const int mid = (lo + hi) / 2;
-        tried.ac_layers = mid;
-        if (EstimateMemory(m, w, tried, c, opt).fits) hi = mid;
-        else lo = mid + 1;
-      }
-      tried.ac_layers = hi;
+      tried.ac_layers = FewestRecomputedLayers(m, w, tried, c, opt, tried.ac_layers);
       e = EstimateMemory(m, w, tried, c, opt);
     }
     if (note)
@@ -313,13 +323,9 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
     // per stage that fit, before every layer.
     if (ac == Recompute::kFull && l.framework == Framework::kMegatron && !(l.fixed & kKeyAcLayers) && e.fits) {
       const std::vector<int> layers = StageLayers(m, l);
-      int lo = 1, hi = *std::max_element(layers.begin(), layers.end());
-      while (lo < hi) {  // memory falls as more blocks recompute: the fewest that fit
-        tried.ac_layers = (lo + hi) / 2;
-        if (EstimateMemory(m, w, tried, c, opt).fits) hi = tried.ac_layers;
-        else lo = tried.ac_layers + 1;
-      }
-      tried.ac_layers = hi == *std::max_element(layers.begin(), layers.end()) ? 0 : hi;
+      const int most = *std::max_element(layers.begin(), layers.end());
+      const int fewest = FewestRecomputedLayers(m, w, tried, c, opt, most);
+      tried.ac_layers = fewest == most ? 0 : fewest;
       if (tried.ac_layers > 0) {
         e = EstimateMemory(m, w, tried, c, opt);
         if (note)
