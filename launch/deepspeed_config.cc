@@ -52,12 +52,12 @@ Json OffloadParam(const Layout& l, const ZeroBuckets& b, const DeepSpeedOptions&
 
 Json ZeroBlock(const Plan& plan, DeepSpeedFlavor flavor, const DeepSpeedOptions& opt) {
   const Layout& l = plan.layout;
-  const ZeroBuckets b = DeepSpeedBuckets(plan.model, l);
+  const ZeroBuckets b = DeepSpeedBuckets(plan.model, plan.workload, l);
   const bool hf = flavor == DeepSpeedFlavor::kHfAuto;
   Json z = {{"stage", l.zero}};
   if (l.offload_optimizer != Offload::kNone) z["offload_optimizer"] = OffloadOptimizer(l, opt);
   if (l.offload_params != Offload::kNone) z["offload_param"] = OffloadParam(l, b, opt);
-  z["overlap_comm"] = l.zero >= 2;  // overlaps reduce with backward; DeepSpeed defaults it to stage==3
+  z["overlap_comm"] = b.overlap_comm;  // reduce under backward (DeepSpeed alone: stage 3 only)
   z["contiguous_gradients"] = true;
   z["reduce_scatter"] = true;
   z["reduce_bucket_size"] = hf && l.zero == 3 ? kAuto : Json(b.reduce_bucket);

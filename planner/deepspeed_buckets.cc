@@ -6,7 +6,11 @@
 
 namespace shardplan {
 
-ZeroBuckets DeepSpeedBuckets(const ModelSpec& m, const Layout& l) {
+bool DeepSpeedOverlapComm(const Workload& w, const Layout& l) {
+  return w.overlap_comm != Setting::kAuto ? w.overlap_comm == Setting::kOn : l.zero >= 2;
+}
+
+ZeroBuckets DeepSpeedBuckets(const ModelSpec& m, const Workload& w, const Layout& l) {
   const int64_t h = m.hidden > 0 ? m.hidden : 4096;
   ZeroBuckets b;
   b.reduce_bucket = defaults::kDeepSpeedReduceBucket;
@@ -22,6 +26,7 @@ ZeroBuckets DeepSpeedBuckets(const ModelSpec& m, const Layout& l) {
   b.max_reuse_distance = defaults::kDeepSpeedMaxReuse;
   b.sub_group_size = defaults::kDeepSpeedSubGroup;
   b.param_buffer = std::max(defaults::kDeepSpeedParamBuffer, LargestParam(m));
+  b.overlap_comm = DeepSpeedOverlapComm(w, l);
   return b;
 }
 

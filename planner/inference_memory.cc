@@ -59,7 +59,7 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
     // ZeRO-Inference (DeepSpeed's 2022 post): weights stay in host memory or on NVMe and
     // stream in layer by layer; the GPU holds the layer running and the prefetched ones, up
     // to stage3_max_live_parameters.
-    const ZeroBuckets b = DeepSpeedBuckets(m, l);
+    const ZeroBuckets b = DeepSpeedBuckets(m, ctx.w, l);
     const double per_param = weights / std::max(1.0, static_cast<double>(s.dense_params + s.expert_params));
     const double live = std::min<double>(2.0 * static_cast<double>(s.layer_params) + static_cast<double>(b.prefetch_bucket),
                                          static_cast<double>(b.max_live_parameters));

@@ -90,7 +90,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
   const double sharded = st.Shard(true), full = st.params;
   const bool opt_off = l.offload_optimizer != Offload::kNone;
   const bool param_off = l.offload_params != Offload::kNone;
-  const ZeroBuckets b = DeepSpeedBuckets(ctx.m, l);  // the sizes the emitted config writes
+  const ZeroBuckets b = DeepSpeedBuckets(ctx.m, ctx.w, l);  // the sizes the emitted config writes
   const int64_t bucket = std::min<int64_t>(b.reduce_bucket, static_cast<int64_t>(full));
   if (l.zero <= 2) {
     Add(out, "parameters", wb * full, Phase::kSetup, Phase::kStep, "bf16 params, full on every rank (bit16_groups_flat)");
@@ -104,8 +104,13 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     if (bf16_optimizer)
       Add(out, "fp32_grad_accumulation", 4 * full, Phase::kSetup, Phase::kStep,
           "BF16_Optimizer fp32 gradient accumulation buffer, 4 B/param, unsharded");
-    // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements (x2 with overlap_comm).
-    if (l.zero >= 1) Add(out, "reduce_bucket", wb * bucket, Phase::kBackward, Phase::kBackward, "DeepSpeed IPG bucket, reduce_bucket_size x 2 B");
+    // ZeRO-1/2 reduce bucket: ipg_buffer of reduce_bucket_size elements, and a second one
+    // with overlap_comm so the next bucket fills while one reduces (stage_1_and_2.py
+    // setup_buckets: buf_0, and buf_1 "to avoid data access conflict when overlap_comm").
+    if (l.zero >= 1)
+      Add(out, "reduce_bucket", wb * bucket * (b.overlap_comm ? 2 : 1), Phase::kBackward, Phase::kBackward,
+          b.overlap_comm ? "DeepSpeed IPG buckets, 2 x reduce_bucket_size x 2 B (overlap_comm)"
+                         : "DeepSpeed IPG bucket, reduce_bucket_size x 2 B");
     const double master_elems = l.zero >= 1 ? sharded : full;
     if (mixed && !opt_off)
       Add(out, "master_weights", 4 * master_elems, Phase::kSetup, Phase::kStep, "fp32 master partition, 4P/N (stage_1_and_2.py)");

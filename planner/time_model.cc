@@ -10,6 +10,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/deepspeed_buckets.h"
 #include "planner/framework_defaults.h"
 #include "planner/quantization.h"
 #include "planner/recipe.h"
@@ -61,7 +62,10 @@ bool Pick(Switch s, bool dflt) { return s == Switch::kAuto ? dflt : s == Switch:
 // (ResolveLayout turns it on for NeMo / Megatron-Bridge recipes); EP overlap is opt-in.
 Knobs ResolveSwitches(const ModelSpec& m, const Workload& w, const Layout& l, const TimeOptions& o) {
   const bool megatron = l.framework == Framework::kMegatron;
-  const bool ds_no_overlap = l.framework == Framework::kDeepSpeed && l.zero < 2;
+  // Stage 0 all-reduces after backward and the pipeline engine after the last micro-batch,
+  // whatever overlap_comm says.
+  const bool ds_no_overlap =
+      l.framework == Framework::kDeepSpeed && (l.zero == 0 || l.pp > 1 || !DeepSpeedOverlapComm(w, l));
   return {Pick(o.dp_overlap, !ds_no_overlap), Pick(o.param_gather_overlap, megatron),
           Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, false),
           Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, FlashAttention(m, w, l))};

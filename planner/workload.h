@@ -76,6 +76,7 @@ struct Workload {
   LossKind loss = LossKind::kAuto;
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
+  Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer
   Setting flash_attention = Setting::kAuto;        // fused (flash) attention; off: the softmax is materialized
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference

@@ -109,7 +109,7 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
   s.tokens = tokens / std::max(l.cp, 1);
   s.micro = s.training ? std::max(l.grad_accum, 1) : 1;
   s.act_bytes = s.param_bytes = w.precision == Dtype::kFp32 ? 4 : 2;
-  const ZeroBuckets buckets = DeepSpeedBuckets(m, l);
+  const ZeroBuckets buckets = DeepSpeedBuckets(m, w, l);
   s.ds_reduce_bucket = buckets.reduce_bucket;
   s.ds_prefetch_bucket = buckets.prefetch_bucket;
   s.ds_allgather_bucket = buckets.allgather_bucket;

@@ -108,6 +108,7 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "grad_reduce_in_fp32", &w.grad_reduce_fp32));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "overlap_comm", &w.overlap_comm));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "flash_attention", &w.flash_attention));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
   if (paged) {
@@ -146,7 +147,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                           "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                           "paged_optimizer", "activation_offload", "loss", "compile",
-                                          "grad_reduce_in_fp32", "flash_attention"}));
+                                          "grad_reduce_in_fp32", "overlap_comm", "flash_attention"}));
   Workload w;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
@@ -203,6 +204,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
   if (w.optimizer_in_backward != Setting::kAuto) out += p + "optimizer_in_backward: " + std::string(SettingName(w.optimizer_in_backward)) + "\n";
   if (w.grad_reduce_fp32 != Setting::kAuto) out += p + "grad_reduce_in_fp32: " + std::string(SettingName(w.grad_reduce_fp32)) + "\n";
+  if (w.overlap_comm != Setting::kAuto) out += p + "overlap_comm: " + std::string(SettingName(w.overlap_comm)) + "\n";
   if (w.activation_offload != Setting::kAuto) out += p + "activation_offload: " + std::string(SettingName(w.activation_offload)) + "\n";
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";

@@ -495,6 +495,27 @@ TEST(Workload, ServingBatchedTokens) {
       << rejected.status().message();
 }
 
+// DeepSpeed's overlap_comm reads as a setting, rejects a non-boolean with its line, and a
+// plan file carries it.
+TEST(Workload, OverlapComm) {
+  auto doc = Document::Parse("w.yaml", "task: finetune\noverlap_comm: false\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->overlap_comm, Setting::kOff);
+  auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto back = ParseWorkload(*again);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *w);
+  auto bad = Document::Parse("w.yaml", "task: finetune\noverlap_comm: maybe\n");
+  ASSERT_TRUE(bad.ok());
+  auto rejected = ParseWorkload(*bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("w.yaml:2:15: overlap_comm"), std::string::npos)
+      << rejected.status().message();
+}
+
 // The recipe keys users state, with located errors, and what they read as.
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"

@@ -3,6 +3,7 @@
 // torchtune figures and the exact terms each recipe implies.
 #include <gtest/gtest.h>
 
+#include "planner/deepspeed_buckets.h"
 #include "planner/io/document.h"
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
@@ -291,6 +292,37 @@ TEST(Recipe, NemoPerformanceRecipesKeepBf16MainGrads) {
   EXPECT_EQ(ResolveRecipe(m, w, *native).main_grad_bytes, 4);
   EXPECT_TRUE(MegatronGradsFp32(Recipe(base + "grad_reduce_in_fp32: true\n"), *l));
   EXPECT_FALSE(MegatronGradsFp32(Recipe(base + "grad_reduce_in_fp32: false\n"), *native));
+}
+
+// DeepSpeed ZeRO-1/2 keeps one IPG bucket of reduce_bucket_size (5e8) 16-bit elements, and a
+// second with overlap_comm (stage_1_and_2.py setup_buckets). The DeepSpeed ZeRO tutorial's
+// GPT-2 10B config, transformers' guide and LLaMA-Factory's ds_z2_config.json set it at stage
+// 2, as the config shardplan emits does, so stage 2 assumes it and says so; stage 1 does not.
+TEST(Recipe, DeepSpeedStage2OverlapCommDoublesTheReduceBucket) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: A100-SXM 80GB\n");
+  const std::string base = "task: finetune\nprecision: bf16\nseq_len: 2048\nglobal_batch: 8\n";
+  const std::string layout = "framework=deepspeed,dp=8,mbs=1,ac=full,zero=";
+  const int64_t bucket = 500'000'000LL * 2;
+  EXPECT_EQ(Term(Estimate(m, Recipe(base), c, layout + "2"), "reduce_bucket"), 2 * bucket);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "overlap_comm: false\n"), c, layout + "2"), "reduce_bucket"), bucket);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base), c, layout + "1"), "reduce_bucket"), bucket);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "overlap_comm: true\n"), c, layout + "1"), "reduce_bucket"), 2 * bucket);
+
+  const Workload w = Recipe(base);
+  auto l = ResolveLayout(m, w, c, *ParseLayout(layout + "2"));
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, w, *l, &assumed);
+  bool said = false;
+  for (const std::string& a : assumed) said = said || a.rfind("overlap_comm: true", 0) == 0;
+  EXPECT_TRUE(said);
+  // The emitted config, the memory model and the validator read one answer.
+  EXPECT_TRUE(DeepSpeedBuckets(m, w, *l).overlap_comm);
+  EXPECT_FALSE(DeepSpeedBuckets(m, Recipe(base + "overlap_comm: false\n"), *l).overlap_comm);
+  assumed.clear();
+  ResolveRecipe(m, Recipe(base + "overlap_comm: false\n"), *l, &assumed);
+  for (const std::string& a : assumed) EXPECT_EQ(a.find("overlap_comm"), std::string::npos) << a;
 }
 
 // Under AutoModel's pipeline (parameters kept gathered, gradients accumulated unsynced), the

@@ -635,6 +635,27 @@ TEST(EstimateTime, NemoReducesBf16Grads) {
   EXPECT_DOUBLE_EQ(RawTerm(fp32, "dp_comm"), RawTerm(bare, "dp_comm"));
 }
 
+// DeepSpeed reduces under backward only with overlap_comm: assumed at ZeRO-2 (the usual
+// configs set it), stated off it is exposed; ZeRO-0 all-reduces after backward either way.
+TEST(EstimateTime, DeepSpeedOverlapsTheReductionWithOverlapComm) {
+  Layout l;
+  l.framework = Framework::kDeepSpeed;
+  l.dp = 16;
+  l.zero = 2;
+  Workload w = Pretrain(4096, 16);
+  const TimeEstimate dflt = EstimateTime(Llama2_7B(), w, l, DgxH100(2));
+  w.overlap_comm = Setting::kOff;
+  const TimeEstimate off = EstimateTime(Llama2_7B(), w, l, DgxH100(2));
+  ASSERT_GT(RawTerm(off, "dp_comm"), 0);
+  EXPECT_DOUBLE_EQ(RawTerm(dflt, "dp_comm"), RawTerm(off, "dp_comm"));
+  EXPECT_DOUBLE_EQ(Term(off, "dp_comm"), RawTerm(off, "dp_comm"));
+  EXPECT_LT(Term(dflt, "dp_comm"), Term(off, "dp_comm"));
+  l.zero = 0;
+  w.overlap_comm = Setting::kOn;
+  const TimeEstimate z0 = EstimateTime(Llama2_7B(), w, l, DgxH100(2));
+  EXPECT_DOUBLE_EQ(Term(z0, "dp_comm"), RawTerm(z0, "dp_comm"));
+}
+
 TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
   const ModelSpec m = Llama2_7B();
   const ClusterSpec c = DgxH100(2);
