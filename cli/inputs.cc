@@ -81,6 +81,7 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   }
   if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer))
     return Status::BadInput("--optimizer: unknown optimizer \"" + f.optimizer + "\"");
+  if (!f.optimizer.empty()) w.optimizer_step = ParseOptimizerStep(f.optimizer);
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
   auto headroom = ParseBytes(f.headroom);
   if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());

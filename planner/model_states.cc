@@ -122,7 +122,12 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     // flatten(averaged_gradients).to(fp32): the flattened 16-bit copy lives beside it while
     // the grads_in_partition it was copied from still does. BF16_Optimizer steps on its fp32
     // accumulation buffer instead.
-    if (!opt_off && l.zero >= 1 && !bf16_optimizer)
+    // A torch foreach AdamW's sqrt(exp_avg_sq) over the fp32 partition comes after that copy
+    // is freed (del flat_grad_partition) and beside the fp32 grad: the larger of the two.
+    if (ctx.r.deepspeed_foreach_step && !opt_off)
+      Add(out, "optimizer_foreach_temp", 4 * master_elems, Phase::kStep, Phase::kStep,
+          "torch foreach AdamW (DeepSpeed's client optimizer): sqrt(exp_avg_sq) over the fp32 partition, 4P/N");
+    else if (!opt_off && l.zero >= 1 && !bf16_optimizer)
       Add(out, "grad_flatten_copy", wb * master_elems, Phase::kStep, Phase::kStep,
           "flatten(averaged_gradients) before .to(fp32) at step(), 2P/N (stage_1_and_2.py)");
     if (opt_off)
@@ -141,9 +146,14 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     Add(out, "optimizer_step_temp", 4 * sub_group, Phase::kStep, Phase::kStep,
         "fp32 grad of one sub-group at step, 4 x min(P/N, sub_group_size) (stage3.py)");
     // _prepare_fp32_grad_for_sub_group: flatten(averaged_gradients).to(fp32), so the 16-bit
-    // flat copy of the sub-group's grads lives beside the fp32 one.
-    Add(out, "grad_flatten_copy", wb * sub_group, Phase::kStep, Phase::kStep,
-        "flatten(averaged_gradients) before .to(fp32) at step(), 2 x min(P/N, sub_group_size) (stage3.py)");
+    // flat copy of the sub-group's grads lives beside the fp32 one; a torch foreach AdamW's
+    // sqrt(exp_avg_sq) over the sub-group comes after it is freed.
+    if (ctx.r.deepspeed_foreach_step)
+      Add(out, "optimizer_foreach_temp", 4 * sub_group, Phase::kStep, Phase::kStep,
+          "torch foreach AdamW (DeepSpeed's client optimizer): sqrt(exp_avg_sq) over one sub-group, 4 x min(P/N, sub_group_size)");
+    else
+      Add(out, "grad_flatten_copy", wb * sub_group, Phase::kStep, Phase::kStep,
+          "flatten(averaged_gradients) before .to(fp32) at step(), 2 x min(P/N, sub_group_size) (stage3.py)");
   }
   const double unit = static_cast<double>(s.layer_params);
   const double gathered = std::min<double>(2 * unit + static_cast<double>(b.prefetch_bucket), static_cast<double>(b.max_live_parameters));

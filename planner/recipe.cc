@@ -116,6 +116,22 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
              "run, keep bf16 main grads; their plain recipes keep fp32: say grad_reduce_in_fp32: true)");
   }
 
+  // DeepSpeed steps the optimizer it is handed on its flat fp32 partition (stage_1_and_2.py,
+  // stage3.py _optimizer_step). When the config names none, that is the client's: HF
+  // Trainer's default adamw_torch before torch 2.8 (training_args.py: adamw_torch_fused from
+  // 2.8) or a script's torch.optim.AdamW, whose foreach step allocates sqrt(exp_avg_sq) over
+  // the whole partition. A config with an optimizer block builds DeepSpeed's FusedAdam;
+  // Megatron-DeepSpeed builds apex's. Unstated, the client's foreach step is priced: the
+  // larger of the two, so no OOM is called a fit.
+  const bool adam = (w.optimizer == Optimizer::kAdamW || w.optimizer == Optimizer::kAdam) && !w.paged_optimizer;
+  if (l.framework == Framework::kDeepSpeed && adam && !w.lora_like() && l.offload_optimizer == Offload::kNone &&
+      l.stack != Stack::kMegatronDeepSpeed) {
+    r.deepspeed_foreach_step = w.optimizer_step != OptimizerStep::kPerTensor;
+    if (w.optimizer_step == OptimizerStep::kAuto)
+      assume("optimizer: adamw_torch (DeepSpeed steps the client's torch AdamW, foreach, when its config names no optimizer, "
+             "as LLaMA-Factory's do: sqrt(exp_avg_sq) over the fp32 partition at step; a config optimizer block, as "
+             "shardplan emits, is DeepSpeed's FusedAdam: say optimizer: fusedadam)");
+  }
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
   r.compile = w.compile == Setting::kOn;

@@ -25,6 +25,7 @@ struct TrainingRecipe {
   bool flash_attention = true;       // fused attention; false: the s x s softmax is saved
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
   double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
+  bool deepspeed_foreach_step = false;  // DeepSpeed steps a torch foreach AdamW on its fp32 partition
 };
 
 // Chunks torchtune's CEWithChunkedOutputLoss splits the logits into (num_output_chunks=8,

@@ -79,6 +79,13 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged) {
   return found && (!is_paged || *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit);
 }
 
+OptimizerStep ParseOptimizerStep(std::string_view s) {
+  const std::string n = Spelling(s);
+  if (n == "adamw-torch") return OptimizerStep::kForeach;
+  if (n == "adamw-torch-fused" || n == "adamw-apex-fused" || n == "fusedadam" || n == "adamw-hf") return OptimizerStep::kPerTensor;
+  return OptimizerStep::kAuto;
+}
+
 std::string_view MasterWeightsName(MasterWeights m) {
   return m == MasterWeights::kAuto ? "auto" : m == MasterWeights::kFp32 ? "fp32" : "none";
 }

@@ -12,6 +12,10 @@ namespace shardplan {
 
 enum class Task { kPretrain, kFinetune, kLora, kQlora, kInference };
 enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion };
+// How the step runs over the parameters: torch's foreach path (its default on CUDA), whose
+// ops return whole-group temporaries (sqrt of exp_avg_sq), or one kernel or loop per tensor
+// (torch fused=True, apex / DeepSpeed FusedAdam, HF's own AdamW), with none.
+enum class OptimizerStep { kAuto, kForeach, kPerTensor };
 
 // A recipe setting the user may leave to the framework: kAuto takes what the layout's
 // framework does by default (planner/recipe.h resolves it and says which it assumed).
@@ -70,6 +74,7 @@ struct Workload {
   Dtype precision = Dtype::kBf16;            // compute / working-weight dtype
   Optimizer optimizer = Optimizer::kAdamW;
   bool paged_optimizer = false;              // bitsandbytes paged states (unified memory, evicted to host)
+  OptimizerStep optimizer_step = OptimizerStep::kAuto;  // from the optimizer's name (adamw_torch, fusedadam, ...)
   MasterWeights master_weights = MasterWeights::kAuto;
   Setting optimizer_in_backward = Setting::kAuto;  // step each parameter in its grad hook, no grad buffer
   Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
@@ -96,6 +101,10 @@ bool ParseTask(std::string_view s, Task* out);
 // (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, PagedAdamW8bit, ...); `paged` (may be
 // null) says whether the name is a paged variant.
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged = nullptr);
+// What an optimizer's name says about its step: adamw_torch is torch's foreach AdamW;
+// adamw_torch_fused, adamw_apex_fused, fusedadam and adamw_hf step per tensor; the rest
+// (adamw, adam, ...) leave it to the framework.
+OptimizerStep ParseOptimizerStep(std::string_view s);
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);
 std::string_view SettingName(Setting s);

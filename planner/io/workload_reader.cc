@@ -173,6 +173,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer))
     return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, paged-adamw-8bit, paged-adamw, sgd, "
                                           "sgd-momentum, adafactor or lion (HF Trainer's optim names work too), got \"" + *opt + "\"");
+  if (opt) w.optimizer_step = ParseOptimizerStep(*opt);
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
@@ -200,7 +201,12 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   // Left out when the workload left it out: the reader then makes one step what the layout runs.
   if (w.global_batch_stated || !w.training()) out += p + "global_batch: " + std::to_string(w.global_batch) + "\n";
   out += p + "precision: " + std::string(DtypeName(w.precision)) + "\n";
-  out += p + "optimizer: " + std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer)) + "\n";
+  // The step kernel rides on the name, as the reader takes it (adamw_torch / adamw_torch_fused).
+  const bool adamw = w.optimizer == Optimizer::kAdamW && !w.paged_optimizer;
+  const std::string optimizer = adamw && w.optimizer_step == OptimizerStep::kForeach     ? "adamw_torch"
+                                : adamw && w.optimizer_step == OptimizerStep::kPerTensor ? "adamw_torch_fused"
+                                : std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer));
+  out += p + "optimizer: " + optimizer + "\n";
   if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
   if (w.optimizer_in_backward != Setting::kAuto) out += p + "optimizer_in_backward: " + std::string(SettingName(w.optimizer_in_backward)) + "\n";
   if (w.grad_reduce_fp32 != Setting::kAuto) out += p + "grad_reduce_in_fp32: " + std::string(SettingName(w.grad_reduce_fp32)) + "\n";

@@ -516,6 +516,29 @@ TEST(Workload, OverlapComm) {
       << rejected.status().message();
 }
 
+// The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
+// keeps it.
+TEST(Workload, OptimizerStepFromTheName) {
+  EXPECT_EQ(ParseOptimizerStep("adamw_torch"), OptimizerStep::kForeach);
+  EXPECT_EQ(ParseOptimizerStep("adamw_torch_fused"), OptimizerStep::kPerTensor);
+  EXPECT_EQ(ParseOptimizerStep("FusedAdam"), OptimizerStep::kPerTensor);
+  EXPECT_EQ(ParseOptimizerStep("adamw_apex_fused"), OptimizerStep::kPerTensor);
+  EXPECT_EQ(ParseOptimizerStep("adamw"), OptimizerStep::kAuto);
+  EXPECT_EQ(ParseOptimizerStep("paged_adamw_8bit"), OptimizerStep::kAuto);
+  for (const char* name : {"adamw_torch", "fusedadam", "adamw"}) {
+    auto doc = Document::Parse("w.yaml", std::string("task: finetune\noptimizer: ") + name + "\n");
+    ASSERT_TRUE(doc.ok());
+    auto w = ParseWorkload(*doc);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    EXPECT_EQ(w->optimizer, Optimizer::kAdamW) << name;
+    auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    auto back = ParseWorkload(*again);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, *w) << name;
+  }
+}
+
 // The recipe keys users state, with located errors, and what they read as.
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"

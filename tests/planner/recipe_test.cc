@@ -325,6 +325,47 @@ TEST(Recipe, DeepSpeedStage2OverlapCommDoublesTheReduceBucket) {
   for (const std::string& a : assumed) EXPECT_EQ(a.find("overlap_comm"), std::string::npos) << a;
 }
 
+// DeepSpeed steps the optimizer it is handed on its flat fp32 partition. With no optimizer
+// block in the config (LLaMA-Factory's ZeRO configs) that is HF Trainer's adamw_torch before
+// torch 2.8, a foreach AdamW whose sqrt(exp_avg_sq) spans the partition (4P/N, after the
+// 16-bit flatten copy is freed); DeepSpeed's FusedAdam steps per tensor. LLaMA-Factory issue
+// 4133 (Qwen1.5-7B, ZeRO-2, 8 x A100 40GB, fp16) ran out of memory: only the foreach step
+// says so.
+TEST(Recipe, DeepSpeedClientForeachAdamWSpansThePartitionAtStep) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: A100-SXM 40GB\n");
+  const std::string base = "task: finetune\nprecision: fp16\nseq_len: 512\nglobal_batch: 8\n";
+  const std::string layout = "framework=deepspeed,dp=8,mbs=1,ac=full,zero=";
+  const MemoryEstimate dflt = Estimate(m, Recipe(base), c, layout + "2");
+  const MemoryEstimate torch = Estimate(m, Recipe(base + "optimizer: adamw_torch\n"), c, layout + "2");
+  const MemoryEstimate fused = Estimate(m, Recipe(base + "optimizer: fusedadam\n"), c, layout + "2");
+  const int64_t master = Term(dflt, "master_weights");
+  ASSERT_GT(master, 0);
+  EXPECT_EQ(Term(dflt, "optimizer_foreach_temp"), master);
+  EXPECT_EQ(Term(dflt, "grad_flatten_copy"), 0);
+  EXPECT_EQ(Term(torch, "optimizer_foreach_temp"), master);
+  EXPECT_EQ(Term(fused, "optimizer_foreach_temp"), 0);
+  EXPECT_EQ(Term(fused, "grad_flatten_copy"), master / 2);
+  EXPECT_EQ(dflt.fullest().allocated_peak - fused.fullest().allocated_peak, master / 2);
+  // ZeRO-3 steps one sub-group at a time (sub_group_size 1e9 elements).
+  const MemoryEstimate z3 = Estimate(m, Recipe(base), c, layout + "3");
+  EXPECT_EQ(Term(z3, "optimizer_foreach_temp"), Term(z3, "optimizer_step_temp"));
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: adamw_torch_fused\n"), c, layout + "3"), "optimizer_foreach_temp"), 0);
+  // Offloaded states step on the CPU; Megatron-DeepSpeed builds apex's FusedAdam.
+  EXPECT_EQ(Term(Estimate(m, Recipe(base), c, layout + "2,offload_optimizer=cpu"), "optimizer_foreach_temp"), 0);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base), c, "framework=megatron-deepspeed,dp=8,mbs=1,ac=full,zero=1"),
+                 "optimizer_foreach_temp"), 0);
+
+  const Workload w = Recipe(base);
+  auto l = ResolveLayout(m, w, c, *ParseLayout(layout + "2"));
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  EXPECT_TRUE(ResolveRecipe(m, w, *l, &assumed).deepspeed_foreach_step);
+  bool said = false;
+  for (const std::string& a : assumed) said = said || a.rfind("optimizer: adamw_torch (", 0) == 0;
+  EXPECT_TRUE(said);
+}
+
 // Under AutoModel's pipeline (parameters kept gathered, gradients accumulated unsynced), the
 // experts stay outside FSDP when EP leaves nothing to shard them over (ep_shard mesh of size
 // 1): only the dense parameters are kept gathered and accumulated in fp32. torchtitan wraps
@@ -561,36 +602,42 @@ TEST(Recipe, LlmFoundryDefaultsToTheKernelCrossEntropy) {
 // _prepare_fp32_grad_for_sub_group): a 16-bit flat copy beside the fp32 grads of
 // min(P/N, sub_group_size) elements. LlamaFactory #5977: Llama 3 8B full fine-tune, fp16,
 // ZeRO-3 over 8 RTX 3090s runs out of memory. The 1.004e9-element partition is one
-// sub-group of sub_group_size 1e9 and a 4-element remainder: the step needs 2 + 4 B x 1e9
-// on top of 14 B/param of states.
+// sub-group of sub_group_size 1e9 and a 4-element remainder: with DeepSpeed's FusedAdam the
+// step needs 2 + 4 B x 1e9 on top of 14 B/param of states; with the Trainer's foreach AdamW
+// (the issue's config names no optimizer) 4 + 4 B x 1e9. Either runs out of memory.
 TEST(Recipe, DeepSpeedZero3StepFlattensTheSubGroup) {
   const ModelSpec m = Builtin("llama-3.1-8b");
   const ClusterSpec c = Cluster("gpus_per_node: 8\ngpu: RTX 3090\n");
   const double params = static_cast<double>(CountParams(m).total);
-  const MemoryEstimate e = Estimate(m, Recipe("task: finetune\nseq_len: 1024\nglobal_batch: 16\nprecision: fp16\n"), c,
-                                    "framework=deepspeed,dp=8,zero=3,mbs=1,ac=full");
+  const std::string base = "task: finetune\nseq_len: 1024\nglobal_batch: 16\nprecision: fp16\n";
+  const std::string layout = "framework=deepspeed,dp=8,zero=3,mbs=1,ac=full";
   ASSERT_GT(params / 8, 1e9);
-  EXPECT_EQ(Term(e, "grad_flatten_copy"), 2'000'000'000);
-  EXPECT_EQ(Term(e, "optimizer_step_temp"), 4'000'000'000);
-  EXPECT_FALSE(e.fits);
+  const MemoryEstimate fused = Estimate(m, Recipe(base + "optimizer: fusedadam\n"), c, layout);
+  EXPECT_EQ(Term(fused, "grad_flatten_copy"), 2'000'000'000);
+  EXPECT_EQ(Term(fused, "optimizer_step_temp"), 4'000'000'000);
+  EXPECT_FALSE(fused.fits);
+  const MemoryEstimate foreach_step = Estimate(m, Recipe(base), c, layout);
+  EXPECT_EQ(Term(foreach_step, "optimizer_foreach_temp"), 4'000'000'000);
+  EXPECT_FALSE(foreach_step.fits);
 }
 
 // DeepSpeed ZeRO-1/2 builds the fp32 gradient partition at step() as
 // flatten(averaged_gradients).to(fp32) (stage_1_and_2.py): a 16-bit flat copy of the
 // partition, 2P/N, beside the 4P/N fp32 one. BF16_Optimizer (bf16 at ZeRO 0/1) steps on its
-// fp32 accumulation buffer and makes no such copy.
+// fp32 accumulation buffer and makes no such copy. (DeepSpeed's FusedAdam, named; the client
+// foreach AdamW's larger temporary is DeepSpeedClientForeachAdamWSpansThePartitionAtStep.)
 TEST(Recipe, DeepSpeedZeroStepFlattensTheGradPartition) {
   const ModelSpec m = Builtin("llama-3.1-8b");
   const ClusterSpec c = DgxH100();
   const std::string layout = "framework=deepspeed,dp=8,zero=1,mbs=1,ac=full";
   const double params = static_cast<double>(CountParams(m).total);
-  const MemoryEstimate fp16 = Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: fp16\n"), c, layout);
+  const std::string base = "task: pretrain\nseq_len: 2048\nglobal_batch: 8\noptimizer: fusedadam\n";
+  const MemoryEstimate fp16 = Estimate(m, Recipe(base + "precision: fp16\n"), c, layout);
   EXPECT_NEAR(Term(fp16, "grad_flatten_copy"), 2 * params / 8, 8);
   EXPECT_NEAR(Term(fp16, "optimizer_step_temp"), 4 * params / 8, 8);
-  const MemoryEstimate bf16 = Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: bf16\n"), c, layout);
+  const MemoryEstimate bf16 = Estimate(m, Recipe(base + "precision: bf16\n"), c, layout);
   EXPECT_EQ(Term(bf16, "grad_flatten_copy"), 0);
-  const MemoryEstimate zero2 =
-      Estimate(m, Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 8\nprecision: bf16\n"), c, "framework=deepspeed,dp=8,zero=2,mbs=1,ac=full");
+  const MemoryEstimate zero2 = Estimate(m, Recipe(base + "precision: bf16\n"), c, "framework=deepspeed,dp=8,zero=2,mbs=1,ac=full");
   EXPECT_NEAR(Term(zero2, "grad_flatten_copy"), 2 * params / 8, 8);
 }
 
