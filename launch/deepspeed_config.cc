@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "planner/deepspeed_buckets.h"
+#include "planner/recipe.h"
 
 namespace shardplan::launch {
 namespace {
@@ -99,6 +100,10 @@ Json ActivationCheckpointing(const Plan& plan) {
 Json HfOptimizer(const Plan& plan) {
   const Optimizer o = plan.workload.optimizer;
   if (o != Optimizer::kAdamW && o != Optimizer::kAdam) return nullptr;
+  // A plan priced for the Trainer's own (foreach) AdamW leaves the block out, so DeepSpeed
+  // steps that one; a block builds DeepSpeed's FusedAdam, which the workload asks for by
+  // naming it (optimizer: fusedadam).
+  if (ResolveRecipe(plan.model, plan.workload, plan.layout).deepspeed_foreach_step) return nullptr;
   // Filled by the HF Trainer from TrainingArguments (integrations/deepspeed.py).
   return {{"type", "AdamW"},
           {"params", {{"lr", kAuto}, {"betas", kAuto}, {"eps", kAuto}, {"weight_decay", kAuto}}}};

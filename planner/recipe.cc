@@ -129,8 +129,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     r.deepspeed_foreach_step = w.optimizer_step != OptimizerStep::kPerTensor;
     if (w.optimizer_step == OptimizerStep::kAuto)
       assume("optimizer: adamw_torch (DeepSpeed steps the client's torch AdamW, foreach, when its config names no optimizer, "
-             "as LLaMA-Factory's do: sqrt(exp_avg_sq) over the fp32 partition at step; a config optimizer block, as "
-             "shardplan emits, is DeepSpeed's FusedAdam: say optimizer: fusedadam)");
+             "as LLaMA-Factory's do: sqrt(exp_avg_sq) over the fp32 partition at step; an optimizer block in the "
+             "config builds DeepSpeed's FusedAdam, which has none: say optimizer: fusedadam, and the emitted config names it)");
   }
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;

@@ -117,6 +117,19 @@ TEST(DeepSpeedConfigTest, HfFlavourUsesAutoWhereTheTrainerFillsIn) {
   EXPECT_EQ(j["optimizer"]["params"]["lr"], "auto");
 }
 
+// The HF config names an optimizer (DeepSpeed's FusedAdam) only when the plan was priced for
+// one; a full fine-tune priced for the Trainer's foreach AdamW leaves it to the Trainer.
+TEST(DeepSpeedConfigTest, HfOptimizerBlockFollowsThePricedStep) {
+  Plan p = FsdpOneNode();
+  p.layout.framework = Framework::kDeepSpeed;
+  p.layout.zero = 2;
+  EXPECT_FALSE(DeepSpeedJson(p, Shape(p), DeepSpeedFlavor::kHfAuto).contains("optimizer"));
+  p.workload.optimizer_step = OptimizerStep::kPerTensor;
+  const auto fused = DeepSpeedJson(p, Shape(p), DeepSpeedFlavor::kHfAuto);
+  ASSERT_TRUE(fused.contains("optimizer"));
+  EXPECT_EQ(fused["optimizer"]["type"], "AdamW");
+}
+
 TEST(DeepSpeedConfigTest, RulesDeepSpeedEnforces) {
   Plan p = TpPpZero1MultiNode();
   p.layout.zero = 2;
