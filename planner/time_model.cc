@@ -23,8 +23,8 @@ namespace {
 // Overlapped communication still slows the compute it hides under (NCCL kernels take SMs
 // and memory bandwidth): Galvatron's overlap coefficient, 1.1-1.3 (peers.md).
 constexpr double kOverlapSlowdown = 1.2;
-// Share of a collective left on the critical path when it is overlapped: TE userbuffers /
-// async TP hide most TP traffic; the last gradient bucket can never hide (fits).
+// Share of a collective left on the critical path when it is overlapped: TE userbuffers
+// hide most TP traffic; the last gradient bucket can never hide (fits).
 constexpr double kTpOverlapExposed = 0.3;
 // torchtitan's async TP (SymmetricMemory micro-pipelining: each all-gather-matmul and
 // matmul-reduce-scatter runs as tp chunks, so the first transfer and the last stay exposed
