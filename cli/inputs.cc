@@ -79,9 +79,8 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
     if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32 or fp8, got \"" + f.precision + "\"");
     w.precision = *d;
   }
-  if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer))
+  if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return Status::BadInput("--optimizer: unknown optimizer \"" + f.optimizer + "\"");
-  if (!f.optimizer.empty()) w.optimizer_step = ParseOptimizerStep(f.optimizer);
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
   auto headroom = ParseBytes(f.headroom);
   if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());

@@ -178,7 +178,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("ac: full (torchtune's configs set enable_activation_checkpointing: True)");
   if (l.stack == Stack::kAutomodel && !(l.fixed & kKeyAc))
     assume("ac: none (AutoModel's distributed.activation_checkpointing defaults to false)");
-  if (l.framework == Framework::kDeepSpeed && l.zero == 2 && l.pp == 1 && w.overlap_comm == Setting::kAuto)
+  if (l.framework == Framework::kDeepSpeed && l.zero == 2 && w.overlap_comm == Setting::kAuto)
     assume("overlap_comm: true (the ZeRO-2 configs of DeepSpeed's tutorial, transformers' guide and LLaMA-Factory set it, "
            "and shardplan's emitted config does: a second reduce bucket; DeepSpeed alone leaves it off below stage 3: "
            "say overlap_comm: false)");

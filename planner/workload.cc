@@ -58,32 +58,44 @@ bool ParseTask(std::string_view written, Task* out) {
   return Parse(kTasks, s, out);
 }
 
-bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged) {
+bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerStep* step) {
   std::string n = Spelling(s);
   bool is_paged = false;
   if (n.rfind("paged-", 0) == 0) n = n.substr(6), is_paged = true;
   else if (n.rfind("paged", 0) == 0) n = n.substr(5), is_paged = true;  // PagedAdamW8bit
-  // HF Trainer's `optim` values and bitsandbytes class names for the same optimizers.
-  static const std::array<std::pair<std::string_view, Optimizer>, 16> kAliases = {{
-      {"adamw-torch", Optimizer::kAdamW}, {"adamw-torch-fused", Optimizer::kAdamW}, {"adamw-hf", Optimizer::kAdamW},
-      {"adamw-apex-fused", Optimizer::kAdamW}, {"fusedadam", Optimizer::kAdamW}, {"adamw-32bit", Optimizer::kAdamW},
-      {"adamw-bnb-8bit", Optimizer::kAdamW8bit}, {"adamw8bit", Optimizer::kAdamW8bit},
-      {"bnb-adamw8bit", Optimizer::kAdamW8bit}, {"adam8bit", Optimizer::kAdamW8bit},
-      {"adam-8bit", Optimizer::kAdamW8bit}, {"adamw-8bit", Optimizer::kAdamW8bit},
-      {"sgd-nesterov", Optimizer::kSgdMomentum}, {"lion-32bit", Optimizer::kLion},
-      {"adafactor-hf", Optimizer::kAdafactor}, {"adamw-anyprecision", Optimizer::kAdamW}}};
+  // HF Trainer's `optim` values and bitsandbytes class names for the same optimizers, and
+  // what the name says about the step: adamw_torch is torch's foreach AdamW; the fused ones
+  // and HF's own AdamW step tensor by tensor.
+  struct Alias {
+    std::string_view name;
+    Optimizer optimizer;
+    OptimizerStep step;
+  };
+  constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
+                          kPerTensor = OptimizerStep::kPerTensor;
+  static const std::array<Alias, 16> kAliases = {{
+      {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
+      {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
+      {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
+      {"adamw-bnb-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw8bit", Optimizer::kAdamW8bit, kAny},
+      {"bnb-adamw8bit", Optimizer::kAdamW8bit, kAny}, {"adam8bit", Optimizer::kAdamW8bit, kAny},
+      {"adam-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw-8bit", Optimizer::kAdamW8bit, kAny},
+      {"sgd-nesterov", Optimizer::kSgdMomentum, kAny}, {"lion-32bit", Optimizer::kLion, kAny},
+      {"adafactor-hf", Optimizer::kAdafactor, kAny}, {"adamw-anyprecision", Optimizer::kAdamW, kAny}}};
+  OptimizerStep named = kAny;
   bool found = Parse(kOptimizers, n, out);
-  for (const auto& [alias, o] : kAliases)
-    if (!found && alias == n) *out = o, found = true;
+  for (const Alias& a : kAliases)
+    if (!found && a.name == n) *out = a.optimizer, named = a.step, found = true;
   if (found && paged) *paged = is_paged;
+  if (found && step) *step = is_paged ? kAny : named;
   return found && (!is_paged || *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit);
 }
 
 OptimizerStep ParseOptimizerStep(std::string_view s) {
-  const std::string n = Spelling(s);
-  if (n == "adamw-torch") return OptimizerStep::kForeach;
-  if (n == "adamw-torch-fused" || n == "adamw-apex-fused" || n == "fusedadam" || n == "adamw-hf") return OptimizerStep::kPerTensor;
-  return OptimizerStep::kAuto;
+  Optimizer o;
+  OptimizerStep step = OptimizerStep::kAuto;
+  ParseOptimizer(s, &o, nullptr, &step);
+  return step;
 }
 
 std::string_view MasterWeightsName(MasterWeights m) {

@@ -99,11 +99,11 @@ std::string_view OptimizerName(Optimizer o);
 bool ParseTask(std::string_view s, Task* out);
 // Accepts shardplan's names and the usual spellings of HF Trainer's `optim` and bitsandbytes
 // (adamw_torch_fused, adamw_bnb_8bit, paged_adamw_8bit, PagedAdamW8bit, ...); `paged` (may be
-// null) says whether the name is a paged variant.
-bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged = nullptr);
-// What an optimizer's name says about its step: adamw_torch is torch's foreach AdamW;
-// adamw_torch_fused, adamw_apex_fused, fusedadam and adamw_hf step per tensor; the rest
-// (adamw, adam, ...) leave it to the framework.
+// null) says whether the name is a paged variant, `step` (may be null) what the name says
+// about the step: adamw_torch is torch's foreach AdamW; adamw_torch_fused, adamw_apex_fused,
+// fusedadam and adamw_hf step per tensor; the rest (adamw, adam, ...) leave it to the framework.
+bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged = nullptr, OptimizerStep* step = nullptr);
+// ParseOptimizer's `step` alone.
 OptimizerStep ParseOptimizerStep(std::string_view s);
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);

@@ -474,6 +474,13 @@ TEST(Documents, FlowStyleYamlIsYaml) {
   EXPECT_EQ(ParseWorkload(*strict)->seq_len, 2048);
 }
 
+// A workload as a plan file carries it: written, then read again.
+StatusOr<Workload> ReadBack(const Workload& w) {
+  auto doc = Document::Parse("again.yaml", WorkloadToYaml(w, 0));
+  if (!doc.ok()) return doc.status();
+  return ParseWorkload(*doc);
+}
+
 // vLLM's --max-num-batched-tokens reads, bounds its value with the line, and a plan file
 // carries it.
 TEST(Workload, ServingBatchedTokens) {
@@ -482,9 +489,7 @@ TEST(Workload, ServingBatchedTokens) {
   auto w = ParseWorkload(*doc);
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->inference.max_num_batched_tokens, 29000);
-  auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
-  ASSERT_TRUE(again.ok()) << again.status().message();
-  auto back = ParseWorkload(*again);
+  auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->inference, w->inference);
   auto bad = Document::Parse("w.yaml", "task: inference\ninference:\n  max_num_batched_tokens: 0\n");
@@ -503,9 +508,7 @@ TEST(Workload, OverlapComm) {
   auto w = ParseWorkload(*doc);
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->overlap_comm, Setting::kOff);
-  auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
-  ASSERT_TRUE(again.ok()) << again.status().message();
-  auto back = ParseWorkload(*again);
+  auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, *w);
   auto bad = Document::Parse("w.yaml", "task: finetune\noverlap_comm: maybe\n");
@@ -531,9 +534,7 @@ TEST(Workload, OptimizerStepFromTheName) {
     auto w = ParseWorkload(*doc);
     ASSERT_TRUE(w.ok()) << w.status().message();
     EXPECT_EQ(w->optimizer, Optimizer::kAdamW) << name;
-    auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
-    ASSERT_TRUE(again.ok()) << again.status().message();
-    auto back = ParseWorkload(*again);
+    auto back = ReadBack(*w);
     ASSERT_TRUE(back.ok()) << back.status().message();
     EXPECT_EQ(*back, *w) << name;
   }

@@ -3,6 +3,10 @@
 // torchtune figures and the exact terms each recipe implies.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "planner/deepspeed_buckets.h"
 #include "planner/io/document.h"
 #include "planner/io/model_reader.h"
@@ -67,6 +71,13 @@ MemoryEstimate Estimate(const ModelSpec& m, const Workload& w, const ClusterSpec
   auto l = ResolveLayout(m, w, c, *parsed);
   EXPECT_TRUE(l.ok()) << l.status().message();
   return EstimateMemory(m, w, *l, c);
+}
+
+// Whether one of the recipe's stated assumptions begins with `prefix`.
+bool Assumes(const std::vector<std::string>& assumed, std::string_view prefix) {
+  for (const std::string& a : assumed)
+    if (a.rfind(prefix, 0) == 0) return true;
+  return false;
 }
 
 int64_t Term(const MemoryEstimate& e, const std::string& name) {
@@ -314,9 +325,7 @@ TEST(Recipe, DeepSpeedStage2OverlapCommDoublesTheReduceBucket) {
   ASSERT_TRUE(l.ok());
   std::vector<std::string> assumed;
   ResolveRecipe(m, w, *l, &assumed);
-  bool said = false;
-  for (const std::string& a : assumed) said = said || a.rfind("overlap_comm: true", 0) == 0;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(Assumes(assumed, "overlap_comm: true"));
   // The emitted config, the memory model and the validator read one answer.
   EXPECT_TRUE(DeepSpeedBuckets(m, w, *l).overlap_comm);
   EXPECT_FALSE(DeepSpeedBuckets(m, Recipe(base + "overlap_comm: false\n"), *l).overlap_comm);
@@ -361,9 +370,7 @@ TEST(Recipe, DeepSpeedClientForeachAdamWSpansThePartitionAtStep) {
   ASSERT_TRUE(l.ok());
   std::vector<std::string> assumed;
   EXPECT_TRUE(ResolveRecipe(m, w, *l, &assumed).deepspeed_foreach_step);
-  bool said = false;
-  for (const std::string& a : assumed) said = said || a.rfind("optimizer: adamw_torch (", 0) == 0;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(Assumes(assumed, "optimizer: adamw_torch ("));
 }
 
 // Under AutoModel's pipeline (parameters kept gathered, gradients accumulated unsynced), the
@@ -534,9 +541,7 @@ TEST(Recipe, MegatronDeepSpeedRunsMegatronsModelCode) {
   auto l = ResolveLayout(m, Recipe(base), c, *parsed);
   ASSERT_TRUE(l.ok());
   EXPECT_FALSE(ResolveRecipe(m, Recipe(base), *l, &assumed).flash_attention);
-  bool said = false;
-  for (const std::string& a : assumed) said = said || a.rfind("flash_attention: false", 0) == 0;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(Assumes(assumed, "flash_attention: false"));
   EXPECT_TRUE(ResolveRecipe(m, Recipe(base), *ResolveLayout(m, Recipe(base), c, *ParseLayout("framework=deepspeed," + layout)))
                   .flash_attention);
 }
@@ -593,9 +598,7 @@ TEST(Recipe, LlmFoundryDefaultsToTheKernelCrossEntropy) {
   ASSERT_TRUE(l.ok());
   std::vector<std::string> assumed;
   ResolveRecipe(m, w, *l, &assumed);
-  bool said = false;
-  for (const std::string& a : assumed) said = said || a.rfind("loss: kernel", 0) == 0;
-  EXPECT_TRUE(said);
+  EXPECT_TRUE(Assumes(assumed, "loss: kernel"));
 }
 
 // ZeRO-3 steps one sub-group at a time the same way (stage3.py
