@@ -110,8 +110,12 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
     std::string why = "not stated; grad_accum " + std::to_string(resolved.grad_accum) + " makes up the global batch";
     // ResolveLayout's torchtitan pipeline split (planner/layout.cc).
     if (TorchtitanStageSplit(resolved))
-      why = "not stated; torchtitan releases before 2025-04 cut each rank's batch into pp micro-batches, the larger "
-            "memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say mbs=1 if yours does";
+      why = p.workload.release > 0
+                ? "not stated; torchtitan releases before 2025-04-07, as the one stated, cut each rank's batch into pp "
+                  "micro-batches (pipeline_parallel_microbatches unset)"
+                : "not stated; torchtitan releases before 2025-04-07 cut each rank's batch into pp micro-batches, the "
+                  "larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say release: "
+                  "with the date of yours, or mbs=1";
     p.assumed.push_back("mbs: " + std::to_string(resolved.mbs) + " (" + why + ")");
   }
   p.memory_options = in.memory;

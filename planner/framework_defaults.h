@@ -15,6 +15,16 @@ constexpr int64_t kDeepSpeedMaxReuse = 1'000'000'000;       // stage3_max_reuse_
 constexpr int64_t kDeepSpeedSubGroup = 1'000'000'000;       // sub_group_size
 constexpr int64_t kDeepSpeedParamBuffer = 100'000'000;      // offload_param buffer_size
 
+// Release dates (Workload::release, yyyymmdd) at which a framework's default changed; the
+// workload's `release` picks the side (planner/recipe.cc, planner/layout.cc).
+// torchtitan 6e4988550: optimizer.implementation defaults to "fused" (before: foreach).
+constexpr int32_t kTorchtitanFusedAdamW = 20250224;
+// torchtitan bbb1b616e: with training.compile the loss is compiled too (before: eager).
+constexpr int32_t kTorchtitanCompiledLoss = 20250402;
+// torchtitan 5e2033c: pipeline_parallel_microbatch_size, default 1, replaces
+// pipeline_parallel_microbatches (None = the pp degree).
+constexpr int32_t kTorchtitanPpMicrobatchSize = 20250407;
+
 // PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
 constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 
+#include "planner/framework_defaults.h"
 #include "planner/quantization.h"
 #include "planner/strings.h"
 
@@ -575,10 +576,11 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // (experimental.pipeline_parallel_microbatches, None = the pp degree); later ones take
   // parallelism.pipeline_parallel_microbatch_size, default 1 (torchtitan 5e2033c). The older
   // split keeps pp times more sequences in flight on the first stage, so it is the default
-  // that never calls an OOM a fit, as the eager loss is (planner/recipe.cc); mbs=1 states
-  // the newer one.
+  // that never calls an OOM a fit, as the eager loss is (planner/recipe.cc); mbs=1 or a
+  // release from 2025-04-07 on states the newer one.
   const int64_t stage_cuts = static_cast<int64_t>(l.dp) * l.pp;
   if (w.training() && l.framework == Framework::kTorchtitan && l.pp > 1 && w.global_batch_stated &&
+      !ReleaseAtLeast(w, defaults::kTorchtitanPpMicrobatchSize) &&
       !(l.fixed & (kKeyMbs | kKeyGradAccum)) && w.global_batch % stage_cuts == 0 &&
       w.global_batch / stage_cuts <= (1 << 24))  // the most mbs= takes
     l.mbs = static_cast<int>(w.global_batch / stage_cuts);

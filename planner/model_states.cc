@@ -47,14 +47,10 @@ void AddOptimizer(const MemoryContext& ctx, double elements, bool offloaded, std
   else
     Add(out, "optimizer_states", state * elements, Phase::kSetup, Phase::kStep,
         "Adam m and v in fp32, 8 B/param (memory-model.md 1.2); 8-bit AdamW 2 B; SGD momentum 4 B; pure bf16 halves 32-bit states");
-  // bitsandbytes steps in one fused kernel per tensor; torch's foreach AdamW materialises
-  // sqrt(exp_avg_sq) for all local params at once, or per parameter when stepped in backward.
-  // torchtune's configs set AdamW(fused=True) and HF Trainer defaults to adamw_torch_fused:
-  // one kernel per parameter group, no whole-size temporary. AutoModel's configs name
-  // torch.optim.Adam with no fused flag: foreach, as torch defaults on CUDA.
-  const bool fused = ctx.r.paged_optimizer || ctx.w.optimizer == Optimizer::kAdamW8bit ||
-                     (ctx.l.stack != Stack::kNative && ctx.l.stack != Stack::kAutomodel);
-  if (torch_foreach && !fused && (ctx.w.optimizer == Optimizer::kAdamW || ctx.w.optimizer == Optimizer::kAdam)) {
+  // torch's foreach AdamW materialises sqrt(exp_avg_sq) for all local params at once, or per
+  // parameter when stepped in backward; which stacks step that way is ResolveRecipe's
+  // torch_foreach_step (fused kernels and bitsandbytes hold no whole-size temporary).
+  if (torch_foreach && ctx.r.torch_foreach_step) {
     if (ctx.r.optimizer_in_backward)
       Add(out, "optimizer_step_temp", TrainedBytes(ctx) * static_cast<double>(LargestParam(ctx.m)) / ctx.l.tp,
           Phase::kBackward, Phase::kBackward, "optimizer in backward: one parameter's AdamW temporaries at a time");

@@ -1,5 +1,7 @@
 #include "planner/recipe.h"
 
+#include "planner/framework_defaults.h"
+
 namespace shardplan {
 namespace {
 
@@ -51,7 +53,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
 
 bool LossCompiledByRelease(const Workload& w, const Layout& l) {
   return w.training() && l.framework == Framework::kTorchtitan && l.stack == Stack::kNative &&
-         w.compile == Setting::kOn && w.loss == LossKind::kAuto;
+         w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
 
 bool MegatronGradsFp32(const Workload& w, const Layout& l) {
@@ -132,6 +134,20 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
              "as LLaMA-Factory's do: sqrt(exp_avg_sq) over the fp32 partition at step; an optimizer block in the "
              "config builds DeepSpeed's FusedAdam, which has none: say optimizer: fusedadam, and the emitted config names it)");
   }
+  // Elsewhere torch steps AdamW itself. torchtune's configs set fused=True and HF Trainer
+  // defaults to adamw_torch_fused (one kernel per parameter group); torchtitan's default was
+  // foreach until 2025-02-24, fused since; plain FSDP scripts and AutoModel's configs
+  // (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach. A name that says
+  // the step (adamw_torch, adamw_torch_fused) overrides all of them; bitsandbytes steps in
+  // its own kernels.
+  if (adam) {
+    if (w.optimizer_step != OptimizerStep::kAuto)
+      r.torch_foreach_step = w.optimizer_step == OptimizerStep::kForeach;
+    else if (l.framework == Framework::kTorchtitan && l.stack == Stack::kNative)
+      r.torch_foreach_step = !ReleaseAtLeast(w, defaults::kTorchtitanFusedAdamW);
+    else
+      r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel;
+  }
   r.paged_optimizer = w.paged_optimizer;
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
   r.compile = w.compile == Setting::kOn;
@@ -159,7 +175,12 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     // The published benchmarks before 2025-04 ran the loss eager; it holds more, so it is the
     // default that never calls an OOM a fit.
     r.loss = LossKind::kStandard;
-    assume("loss: standard (torchtitan releases before 2025-04 ran the loss eager; later ones compile it with the model: say loss: compiled)");
+    assume("loss: standard (torchtitan releases before 2025-04-02 ran the loss eager; later ones compile it with the "
+           "model: say release: with the date of yours, or loss: compiled)");
+  } else if (l.framework == Framework::kTorchtitan && l.stack == Stack::kNative && w.compile == Setting::kOn &&
+             ReleaseAtLeast(w, defaults::kTorchtitanCompiledLoss)) {
+    r.loss = LossKind::kCompiled;
+    assume("loss: compiled (torchtitan compiles the loss with the model from 2025-04-02; the release stated is that or later)");
   } else if (l.stack == Stack::kLlmFoundry) {
     r.loss = LossKind::kKernel;
     assume("loss: kernel (llm-foundry's models default to loss_fn: fused_crossentropy, flash-attn's cross-entropy kernel)");

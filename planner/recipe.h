@@ -26,15 +26,17 @@ struct TrainingRecipe {
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
   double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
   bool deepspeed_foreach_step = false;  // DeepSpeed steps a torch foreach AdamW on its fp32 partition
+  bool torch_foreach_step = false;   // outside DeepSpeed and Megatron: torch's foreach AdamW, whose
+                                     // sqrt(exp_avg_sq) spans every local param at the step
 };
 
 // Chunks torchtune's CEWithChunkedOutputLoss splits the logits into (num_output_chunks=8,
 // torchtune/modules/loss/ce_chunked_output_loss.py).
 constexpr int kLossChunks = 8;
 
-// torchtitan with torch.compile and no `loss:` stated: releases since 2025-04 compile the
-// loss with the model (components/loss.py), earlier ones ran it eager, and the recipe
-// prices the eager one. The estimate says when the compiled one would fit instead.
+// torchtitan with torch.compile and neither `loss:` nor a release stated: releases since
+// 2025-04-02 compile the loss with the model (components/loss.py), earlier ones ran it eager,
+// and the recipe prices the eager one. The estimate says when the compiled one would fit.
 bool LossCompiledByRelease(const Workload& w, const Layout& l);
 
 // Megatron's main grads in fp32 (grad_reduce_in_fp32; arguments.py turns

@@ -117,4 +117,29 @@ std::string_view LossName(LossKind k) {
 
 std::string_view SettingName(Setting s) { return s == Setting::kAuto ? "auto" : s == Setting::kOn ? "true" : "false"; }
 
+int32_t ParseRelease(std::string_view s) {
+  // YYYY-MM or YYYY-MM-DD, digits only between the dashes.
+  if (s.size() != 7 && s.size() != 10) return 0;
+  auto digits = [&](size_t from, size_t n) -> int {
+    int v = 0;
+    for (size_t i = from; i < from + n; ++i) {
+      if (s[i] < '0' || s[i] > '9') return -1;
+      v = v * 10 + (s[i] - '0');
+    }
+    return v;
+  };
+  if (s[4] != '-' || (s.size() == 10 && s[7] != '-')) return 0;
+  const int year = digits(0, 4), month = digits(5, 2), day = s.size() == 10 ? digits(8, 2) : 0;
+  if (year < 2015 || year > 2099 || month < 1 || month > 12 || day < 0 || day > 31 || (s.size() == 10 && day == 0)) return 0;
+  return year * 10000 + month * 100 + day;
+}
+
+std::string ReleaseName(int32_t release) {
+  if (release <= 0) return "";
+  auto two = [](int v) { return std::string(v < 10 ? "0" : "") + std::to_string(v); };
+  std::string out = std::to_string(release / 10000) + "-" + two(release / 100 % 100);
+  if (release % 100 != 0) out += "-" + two(release % 100);
+  return out;
+}
+
 }  // namespace shardplan

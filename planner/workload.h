@@ -83,6 +83,10 @@ struct Workload {
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer
   Setting flash_attention = Setting::kAuto;        // fused (flash) attention; off: the softmax is materialized
+  // The framework release the run used, by its date: yyyymmdd, with dd = 00 when only the month
+  // was given (it then sorts before every dated release of that month); 0 = not stated. Picks
+  // the defaults that changed between releases (ReleaseAtLeast below).
+  int32_t release = 0;
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 
@@ -108,5 +112,11 @@ OptimizerStep ParseOptimizerStep(std::string_view s);
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);
 std::string_view SettingName(Setting s);
+// "2025-06" or "2025-06-13" as Workload::release (0 when malformed); ReleaseName inverts it.
+int32_t ParseRelease(std::string_view s);
+std::string ReleaseName(int32_t release);
+// Whether the workload states a release and it is that date or later; an unstated one
+// answers false, so callers keep the older behaviour, which they document.
+inline bool ReleaseAtLeast(const Workload& w, int32_t date) { return w.release > 0 && w.release >= date; }
 
 }  // namespace shardplan

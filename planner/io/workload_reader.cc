@@ -110,6 +110,13 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "grad_reduce_in_fp32", &w.grad_reduce_fp32));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "overlap_comm", &w.overlap_comm));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "flash_attention", &w.flash_attention));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> release, doc.String(root, "release"));
+  if (release) {
+    w.release = ParseRelease(*release);
+    if (w.release == 0)
+      return doc.ErrorAt(root["release"], "release: expected the framework release's date as YYYY-MM or YYYY-MM-DD "
+                                          "(such as 2025-06 or 2025-06-13), got \"" + *release + "\"");
+  }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
   if (paged) {
     Setting p = Setting::kAuto;
@@ -147,7 +154,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                           "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                           "paged_optimizer", "activation_offload", "loss", "compile",
-                                          "grad_reduce_in_fp32", "overlap_comm", "flash_attention"}));
+                                          "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release"}));
   Workload w;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
@@ -214,6 +221,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
+  if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
   out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]}\n";
   const std::string util = ShortestNumber(w.inference.gpu_memory_utilization);
   out += p + "inference: {batch: " + std::to_string(w.inference.batch) + ", prompt_len: " +

@@ -70,6 +70,10 @@ expect estimate-oom-text "$tmp/out" "DOES NOT FIT"
 printf 'task: pretrain\nseq_len: 8192\nglobal_batch: 96\ncompile: true\n' > "$tmp/titan.yaml"
 check estimate-compiled-loss 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 4 --workload "$tmp/titan.yaml" --layout framework=torchtitan,dp=32,zero=3,mbs=3,ac=selective
 expect estimate-compiled-loss-note "$tmp/out" "with loss: compiled this fits"
+# The same run on a stated torchtitan release of 2025-06 compiles its loss: it fits.
+printf 'release: "2025-06"\n' >> "$tmp/titan.yaml"
+check estimate-release 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 4 --workload "$tmp/titan.yaml" --layout framework=torchtitan,dp=32,zero=3,mbs=3,ac=selective
+expect estimate-release-said "$tmp/out" "assumed: loss: compiled (torchtitan compiles the loss with the model from 2025-04-02"
 check estimate-inference 0 -- "$bin" estimate --model llama-2-70b --cluster rtxa6000-workstation --gpus-per-node 1 --workload inference --layout weights=int4,batch=1 --json
 json inference-json 'j["inference"]["max_concurrent_sequences"] >= 1 and j["inference"]["kv_bytes_per_token"] == 327680'
 
@@ -119,10 +123,14 @@ json mds-kernel 'j["recipe"]["attention_kernel"] == "materialized"'
 check megatron-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron,tp=8,ac=full --json
 json megatron-cudnn 'j["recipe"]["attention_kernel"] == "cudnn"'
 check mbs-open 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
-expect mbs-open-said "$tmp/out" "assumed: mbs: 16 (not stated; torchtitan releases before 2025-04 cut each rank's batch into pp micro-batches, the larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say mbs=1 if yours does)"
+expect mbs-open-said "$tmp/out" "assumed: mbs: 16 (not stated; torchtitan releases before 2025-04-07 cut each rank's batch into pp micro-batches, the larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say release: with the date of yours, or mbs=1)"
 expect mbs-open-newer "$tmp/out" "assumed: with mbs=1 this fits (device peak"
 check mbs-open-one 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full,mbs=1
 expect mbs-one-layout "$tmp/out" "mbs=1,grad_accum=128"
+# A torchtitan release from 2025-04-07 on defaults to one sequence per micro-batch.
+printf 'task: pretrain\nrelease: "2025-04-07"\n' > "$tmp/titan-rel.yaml"
+check mbs-release 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --workload "$tmp/titan-rel.yaml" --layout framework=torchtitan,dp=2,pp=8,ac=full
+expect mbs-release-layout "$tmp/out" "mbs=1,grad_accum=128"
 check seq-too-long 2 -- "$bin" estimate --model llama-3.1-8b --seq-len 1099511627776
 expect seq-too-long-msg "$tmp/err" "--seq-len: expected at most 67108864 tokens"
 printf '{"model_type": "t5", "d_model": 1024}\n' > "$tmp/t5.json"

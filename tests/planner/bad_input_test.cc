@@ -519,6 +519,34 @@ TEST(Workload, OverlapComm) {
       << rejected.status().message();
 }
 
+// The framework release reads as a date, to the month or the day; a month alone sorts
+// before every dated release of that month. A malformed one is refused with its line, and a
+// plan file carries it.
+TEST(Workload, Release) {
+  EXPECT_EQ(ParseRelease("2025-06-13"), 20250613);
+  EXPECT_EQ(ParseRelease("2025-06"), 20250600);
+  EXPECT_LT(ParseRelease("2025-04"), ParseRelease("2025-04-02"));
+  for (const char* bad : {"2025-13", "2025-6-1", "2025-06-00", "25-06-13", "2025/06/13", "v0.2.0", ""})
+    EXPECT_EQ(ParseRelease(bad), 0) << bad;
+  EXPECT_EQ(ReleaseName(20250613), "2025-06-13");
+  EXPECT_EQ(ReleaseName(20250600), "2025-06");
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nrelease: 2025-06-11\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->release, 20250611);
+  auto back = ReadBack(*w);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *w);
+  auto bad = Document::Parse("w.yaml", "task: pretrain\nrelease: June 2025\n");
+  ASSERT_TRUE(bad.ok());
+  auto rejected = ParseWorkload(*bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("w.yaml:2:10: release: expected the framework release's date as YYYY-MM"),
+            std::string::npos)
+      << rejected.status().message();
+}
+
 // The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
 // keeps it.
 TEST(Workload, OptimizerStepFromTheName) {

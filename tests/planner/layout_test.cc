@@ -273,6 +273,16 @@ TEST(Layout, TorchtitanPipelineDefaults) {
   ASSERT_TRUE(newer.ok());
   EXPECT_EQ(newer->grad_accum, 32);
   EXPECT_FALSE(TorchtitanStageSplit(*newer));
+  // A stated release from 2025-04-07 on takes pipeline_parallel_microbatch_size 1; an older
+  // stated one splits as before.
+  f.w.release = 20250407;
+  auto dated = f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8");
+  ASSERT_TRUE(dated.ok());
+  EXPECT_EQ(dated->mbs, 1);
+  EXPECT_EQ(dated->grad_accum, 32);
+  f.w.release = 20241226;
+  EXPECT_EQ(f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8")->mbs, 4);
+  f.w.release = 0;
   EXPECT_TRUE(f.Resolve("framework=torchtitan,dp=8,tp=8,pp=8,reshard=on")->reshard_after_forward);
   EXPECT_EQ(f.Resolve("framework=megatron,dp=8,tp=8,pp=8")->mbs, 1);  // Megatron's --micro-batch-size 1
   f.c.nodes = 8;

@@ -263,8 +263,44 @@ TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
   std::vector<std::string> assumed;
   EXPECT_EQ(ResolveRecipe(m, Recipe(base), *l, &assumed).loss, LossKind::kStandard);
   bool said = false;
-  for (const std::string& a : assumed) said = said || a.find("say loss: compiled") != std::string::npos;
+  for (const std::string& a : assumed) said = said || a.find("say release: with the date of yours, or loss: compiled") != std::string::npos;
   EXPECT_TRUE(said);
+  // The benchmark's own release (torchtitan e7c0cae, 2025-06-11) says the same as loss: compiled.
+  const Workload dated = Recipe(base + "release: 2025-06-11\n");
+  EXPECT_EQ(Estimate(m, dated, c, layout).fullest().reserved_peak / static_cast<double>(kGiB), compiled);
+  EXPECT_EQ(ResolveRecipe(m, dated, *l).loss, LossKind::kCompiled);
+  EXPECT_EQ(ResolveRecipe(m, Recipe(base + "release: 2025-04\n"), *l).loss, LossKind::kStandard);  // before 04-02
+}
+
+// Which AdamW step torch runs outside DeepSpeed and Megatron: torchtitan's default went from
+// foreach to fused on 2025-02-24 (6e4988550); plain FSDP scripts take torch's foreach; HF
+// Trainer's default is fused; a name that says the step wins over every default. The foreach
+// step prices sqrt(exp_avg_sq) over the local shard.
+TEST(Recipe, TorchAdamWStepByReleaseAndName) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: H100\n");
+  const std::string base = "task: pretrain\nseq_len: 4096\nglobal_batch: 8\n";
+  auto foreach_step = [&](const std::string& extra, const std::string& layout) {
+    const Workload w = Recipe(base + extra);
+    auto l = ResolveLayout(m, w, c, *ParseLayout(layout));
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    return ResolveRecipe(m, w, *l).torch_foreach_step;
+  };
+  const std::string titan = "framework=torchtitan,dp=8,zero=3";
+  EXPECT_TRUE(foreach_step("", titan));
+  EXPECT_TRUE(foreach_step("release: 2024-12-26\n", titan));
+  EXPECT_FALSE(foreach_step("release: 2025-02-24\n", titan));
+  EXPECT_FALSE(foreach_step("optimizer: adamw_torch_fused\n", titan));
+  EXPECT_TRUE(foreach_step("release: 2025-06\noptimizer: adamw_torch\n", titan));
+  EXPECT_TRUE(foreach_step("", "framework=fsdp,dp=8,zero=3"));
+  EXPECT_FALSE(foreach_step("optimizer: adamw-8bit\n", "framework=fsdp,dp=8,zero=3"));
+  const std::string titan_terms = "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full";
+  auto step_temp = [&](const std::string& extra) {
+    return Term(Estimate(m, Recipe(base + extra), c, titan_terms), "optimizer_step_temp");
+  };
+  // 8,030,261,248 params / 8 ranks x 4 B of sqrt(exp_avg_sq)
+  EXPECT_NEAR(static_cast<double>(step_temp("")), 4.0 * 8030261248 / 8, 1e6);
+  EXPECT_EQ(step_temp("release: 2025-06\n"), 0);
 }
 
 // NeMo 24.07's performance table ran Llama 2 70B SFT on 16 H100 80GB (fp8, TP 4, PP 4,
