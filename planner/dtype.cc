@@ -2,6 +2,10 @@
 
 #include "planner/strings.h"
 
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
 namespace shardplan {
 
 double DtypeBytes(Dtype d) {
@@ -32,8 +36,17 @@ std::string_view DtypeName(Dtype d) {
 
 std::optional<Dtype> ParseDtype(std::string_view written) {
   // As sources write them: any case, and the mixed-precision and FP8 recipe labels of
-  // Lightning/NeMo (bf16-mixed) and Megatron-Bridge's tables (FP8-CS, MXFP8).
+  // Lightning/NeMo (bf16-mixed), Megatron-Bridge's tables (FP8-CS, MXFP8) and torchtitan's
+  // (float8 tensorwise, float8 rowwise: torchao's recipe names). The scaling recipe is not
+  // priced apart: each is 8-bit GEMMs over 16-bit master weights.
   const std::string s = Spelling(written);
+  constexpr std::string_view kFp8Recipes[] = {"tensorwise", "rowwise", "rowwise-with-gw-hp", "delayed",
+                                              "delayed-scaling", "current", "current-scaling", "e4m3"};
+  for (const std::string_view prefix : {std::string_view("fp8-"), std::string_view("float8-")}) {
+    if (s.rfind(prefix, 0) != 0) continue;
+    const std::string_view recipe = std::string_view(s).substr(prefix.size());
+    if (std::find(std::begin(kFp8Recipes), std::end(kFp8Recipes), recipe) != std::end(kFp8Recipes)) return Dtype::kFp8;
+  }
   if (s == "fp32" || s == "float32" || s == "float" || s == "32" || s == "32-true") return Dtype::kFp32;
   if (s == "bf16" || s == "bfloat16" || s == "bf16-mixed" || s == "bf16-true") return Dtype::kBf16;
   if (s == "fp16" || s == "float16" || s == "half" || s == "16-mixed" || s == "fp16-mixed") return Dtype::kFp16;

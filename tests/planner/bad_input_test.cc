@@ -426,8 +426,8 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
   EXPECT_NE(bw.find("intra_node.bandwidth: expected a rate above 0"), std::string::npos) << bw;
 }
 
-// Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, SFT,
-// Pre-training); each reads as the dtype or task it names, and layout switches take any case.
+// Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, float8
+// rowwise, SFT, Pre-training); each reads as the dtype or task it names, and layout switches take any case.
 TEST(Documents, SpellingsSourcesUse) {
   struct Case {
     const char* yaml;
@@ -438,6 +438,9 @@ TEST(Documents, SpellingsSourcesUse) {
                         Case{"task: Pre-training\nprecision: bf16-mixed\n", Task::kPretrain, Dtype::kBf16},
                         Case{"task: pretrain\nprecision: FP8-CS\n", Task::kPretrain, Dtype::kFp8},
                         Case{"task: full_finetune\nprecision: MXFP8\n", Task::kFinetune, Dtype::kFp8},
+                        Case{"task: pretrain\nprecision: float8 rowwise\n", Task::kPretrain, Dtype::kFp8},
+                        Case{"task: pretrain\nprecision: Float8 Tensorwise\n", Task::kPretrain, Dtype::kFp8},
+                        Case{"task: pretrain\nprecision: fp8_delayed_scaling\n", Task::kPretrain, Dtype::kFp8},
                         Case{"task: Inference\nprecision: FP16\n", Task::kInference, Dtype::kFp16}}) {
     auto doc = Document::Parse("w.yaml", c.yaml);
     ASSERT_TRUE(doc.ok());
@@ -453,9 +456,11 @@ TEST(Documents, SpellingsSourcesUse) {
   EXPECT_EQ(l->offload_optimizer, Offload::kCpu);
   EXPECT_TRUE(l->sp);
   EXPECT_EQ(l->ac, Recompute::kFull);
-  auto bad = Document::Parse("w.yaml", "precision: bf12\n");
-  ASSERT_TRUE(bad.ok());
-  EXPECT_FALSE(ParseWorkload(*bad).ok());
+  for (const char* wrong : {"precision: bf12\n", "precision: float8-\n", "precision: fp8-sideways\n"}) {
+    auto bad = Document::Parse("w.yaml", wrong);
+    ASSERT_TRUE(bad.ok());
+    EXPECT_FALSE(ParseWorkload(*bad).ok()) << wrong;
+  }
 }
 
 // YAML's flow style is YAML whatever its first character; a .json file must still be JSON.
