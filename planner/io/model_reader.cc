@@ -69,6 +69,9 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"olmo2", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo2DecoderLayer"}},
       {"phi", {51200, 2048, 8192, 24, 32, 0, 0, 2048, false, "PhiDecoderLayer"}},
       {"cohere", {256000, 8192, 22528, 40, 64, 0, 0, 8192, true, "CohereDecoderLayer"}},
+      // Glm4MoeConfig (GLM-4.5 / 4.6 / 4.7 and GLM-4.5-Air): the class defaults are the Air's,
+      // whose head_dim 128 the published configs state (4096 / 96 heads does not divide).
+      {"glm4_moe", {151552, 4096, 10944, 46, 96, 8, 0, 131072, false, "Glm4MoeDecoderLayer"}},
   };
   return t;
 }
@@ -76,7 +79,17 @@ const std::map<std::string, Defaults>& DefaultsTable() {
 // Multimodal wrappers (Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration) nest
 // the text tower in text_config, which HF writes sparsely; the vision encoder is not counted
 // (text training and serving leave it out or frozen).
-const std::map<std::string, std::string> kTextTowers = {{"gemma3", "gemma3_text"}, {"llama4", "llama4_text"}};
+const std::map<std::string, std::string> kTextTowers = {
+    {"gemma3", "gemma3_text"}, {"llama4", "llama4_text"},
+    // Mistral Small 3.1 / 3.2 (Mistral3ForConditionalGeneration): a mistral text tower.
+    {"mistral3", "mistral"},
+    // Kimi K2.5: the Kimi K2 text tower (transformers Kimi_K25Config reads it as deepseek_v3).
+    {"kimi_k25", "kimi_k2"}};
+
+// Model types whose configs carry another family's keys and modules under their own name.
+// Kimi K2 is DeepSeek-V3's architecture (384 routed experts, 64 heads); Moonshot names it
+// kimi_k2 so that engines can tell the two apart, and transformers reads it as deepseek_v3.
+const std::map<std::string, std::string> kSameArchitecture = {{"kimi_k2", "deepseek_v3"}};
 
 // Keys we read, per naming scheme; used to catch misspellings.
 const std::vector<std::string> kCommonKeys = {
@@ -92,7 +105,7 @@ const std::vector<std::string> kCommonKeys = {
     "do_layer_norm_before", "use_parallel_residual", "d_model", "n_heads", "n_layers", "expansion_ratio",
     "max_seq_len", "no_bias", "hidden_activation", "activation_function", "use_bias",
     "quantization_config", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
-    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "partial_rotary_factor", "ffn_hidden_size",
+    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "partial_rotary_factor", "ffn_hidden_size", "num_mtp_layers",
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
     "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
@@ -234,6 +247,29 @@ Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   // DeepSeek: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq == 0
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = l >= first_dense && l % freq == 0;
+  return Status::Ok();
+}
+
+// GLM-4.5 and its successors (transformers modeling_glm4_moe.py): llama-style GQA attention
+// whose q, k and v carry biases under attention_bias (o never), per-head q/k RMSNorms under
+// use_qk_norm, dense MLPs on the first first_k_dense_replace layers and DeepSeek-style MoE
+// after them: n_routed_experts of moe_intermediate_size, n_shared_experts folded into one
+// always-on MLP, a sigmoid router with its e_score_correction_bias. The multi-token
+// prediction layers (num_nextn_predict_layers) ship in the checkpoint but are not built.
+// GLM-4.5-Air counts 106,852,251,264 parameters ("106B total, 12B active").
+Status ReadGlm4Moe(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", 1, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 1408, 1, kMaxDim));
+  m.shared_intermediate = m.expert_intermediate;
+  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", 1, 0, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.qk_norm, r.Bool("use_qk_norm", false));
+  SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int(r.Has("num_mtp_layers") ? "num_mtp_layers" : "num_nextn_predict_layers", 0, 0, 64));
+  m.o_bias = false;
+  m.router_bias = true;
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = first_dense; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = true;
   return Status::Ok();
 }
 
@@ -543,6 +579,7 @@ const std::vector<std::string>& SupportedModelTypes() {
     std::vector<std::string> v;
     for (const auto& [k, _] : DefaultsTable()) v.push_back(k);
     for (const auto& [wrapper, _] : kTextTowers) v.push_back(wrapper);
+    for (const auto& [alias, _] : kSameArchitecture) v.push_back(alias);
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -748,6 +785,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       SP_RETURN_IF_ERROR(ReadDtype(top, m));
     }
   }
+  if (const auto same = kSameArchitecture.find(*type); same != kSameArchitecture.end()) type = same->second;
   // Encoder-decoder models have a second stack, cross-attention and two sequence lengths;
   // counting them as a decoder would give a wrong answer, so say they are not supported.
   static const std::vector<std::string> kEncoderDecoder = {"t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus",
@@ -828,6 +866,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadDeepseek(r, m, *type == "deepseek_v2"));
   } else if (*type == "llama4_text") {
     SP_RETURN_IF_ERROR(ReadLlama4(r, m));
+  } else if (*type == "glm4_moe") {
+    SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
   }
   if (*type == "gemma3_text") {
     SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));

@@ -39,7 +39,8 @@ void Common(Out& o, const ModelSpec& m) {
   o.Key("head_dim", m.head_dim);
   o.Key("max_position_embeddings", m.max_positions);
   o.Bool("tie_word_embeddings", m.tied_embeddings);
-  o.Bool("attention_bias", m.o_bias);
+  // GLM-4.5's attention_bias biases q, k and v only; elsewhere it is every projection's.
+  o.Bool("attention_bias", m.model_type == "glm4_moe" ? m.qkv_bias : m.o_bias);
   o.Bool("mlp_bias", m.mlp_bias);
   if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);
 }
@@ -219,6 +220,17 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("first_k_dense_replace", first_dense);
     o.Key("moe_layer_freq", freq);
     o.Key("topk_method", m.router_bias ? "noaux_tc" : "greedy");
+    o.Key("num_nextn_predict_layers", m.mtp_layers);
+  }
+  if (t == "glm4_moe") {
+    int64_t first_dense = 0;  // the reader's rule: every layer from first_k_dense_replace on is MoE
+    while (first_dense < m.layers && !m.moe_layer[static_cast<size_t>(first_dense)]) ++first_dense;
+    o.Key("n_routed_experts", m.experts);
+    o.Key("n_shared_experts", m.shared_experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Key("moe_intermediate_size", m.expert_intermediate);
+    o.Key("first_k_dense_replace", first_dense);
+    o.Bool("use_qk_norm", m.qk_norm);
     o.Key("num_nextn_predict_layers", m.mtp_layers);
   }
   if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);

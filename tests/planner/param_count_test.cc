@@ -339,6 +339,75 @@ TEST(Families, Falcon) {
   }
 }
 
+// GLM-4.5-Air (zai-org/GLM-4.5-Air config.json, transformers modeling_glm4_moe.py): 46 layers
+// of 96 query and 8 KV heads of 128 with q/k/v biases, the first a dense 10,944-wide MLP and
+// the other 45 an MoE of 128 experts of 1,408 (top-8) beside one shared expert. transformers
+// 5.23 counts 106,852,245,504 parameters on the meta device and keeps the routers'
+// e_score_correction_bias (45 x 128) as buffers, which the checkpoint stores beside them.
+// GLM-4.5 (92 layers, hidden 5,120, 160 experts of 1,536, three dense layers, per-head q/k
+// norms) counts 352,797,814,784 + 89 x 160. The writer's keys read back to the same spec.
+TEST(Families, Glm4Moe) {
+  const std::string air = R"({"architectures":["Glm4MoeForCausalLM"],"attention_bias":true,"head_dim":128,
+    "hidden_size":4096,"partial_rotary_factor":0.5,"intermediate_size":10944,"max_position_embeddings":131072,
+    "model_type":"glm4_moe","moe_intermediate_size":1408,"norm_topk_prob":true,"num_attention_heads":96,"n_group":1,
+    "topk_group":1,"n_routed_experts":128,"n_shared_experts":1,"routed_scaling_factor":1.0,"num_experts_per_tok":8,
+    "first_k_dense_replace":1,"num_hidden_layers":46,"num_key_value_heads":8,"rms_norm_eps":1e-05,
+    "num_nextn_predict_layers":1,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_qk_norm":false,
+    "vocab_size":151552})";
+  auto a = FromJson(air);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const ParamCounts c = CountParams(*a);
+  EXPECT_EQ(c.total, 106'852'245'504 + 45 * 128);
+  EXPECT_EQ(c.attention, 46 * (4096LL * (96 + 16) * 128 + (96 + 16) * 128 + 96 * 128LL * 4096));
+  EXPECT_EQ(c.experts, 45 * 128 * 3 * 4096LL * 1408);
+  EXPECT_TRUE(a->qkv_bias);
+  EXPECT_FALSE(a->o_bias);
+  EXPECT_EQ(a->mtp_layers, 1);
+  auto g = FromJson(R"({"model_type":"glm4_moe","attention_bias":true,"head_dim":128,"hidden_size":5120,
+    "intermediate_size":12288,"moe_intermediate_size":1536,"num_attention_heads":96,"n_routed_experts":160,
+    "n_shared_experts":1,"num_experts_per_tok":8,"first_k_dense_replace":3,"num_hidden_layers":92,
+    "num_key_value_heads":8,"num_nextn_predict_layers":1,"tie_word_embeddings":false,"use_qk_norm":true,
+    "vocab_size":151552})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(CountParams(*g).total, 352'797'814'784 + 89 * 160);
+  EXPECT_TRUE(g->qk_norm);
+  for (const ModelSpec& m : {*a, *g}) {
+    auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
+    ASSERT_TRUE(doc.ok());
+    auto back = ParseModel(*doc, m.name);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
+  }
+}
+
+// Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
+// DeepSeek-V3's architecture with 384 experts and 64 heads, which transformers reads as
+// deepseek_v3: 1,026,408,209,408 parameters there, plus 60 x 384 router biases (buffers);
+// Kimi K2.5 nests it in text_config. Mistral Small 3.1 (mistral3) nests a mistral text tower:
+// 40 layers of 32 heads and 8 KV heads of 128, a 32,768-wide MLP, 131,072 untied rows.
+TEST(Families, NamedForAnotherArchitecture) {
+  const std::string kimi = R"("hidden_size":7168,"intermediate_size":18432,"moe_intermediate_size":2048,
+    "num_hidden_layers":61,"num_attention_heads":64,"num_key_value_heads":64,"n_shared_experts":1,
+    "n_routed_experts":384,"num_experts_per_tok":8,"first_k_dense_replace":1,"q_lora_rank":1536,"kv_lora_rank":512,
+    "qk_nope_head_dim":128,"qk_rope_head_dim":64,"v_head_dim":128,"topk_method":"noaux_tc","vocab_size":163840,
+    "num_nextn_predict_layers":0,"tie_word_embeddings":false)";
+  auto k2 = FromJson(R"({"model_type":"kimi_k2",)" + kimi + "}");
+  ASSERT_TRUE(k2.ok()) << k2.status().message();
+  EXPECT_EQ(k2->model_type, "deepseek_v3");
+  EXPECT_EQ(CountParams(*k2).total, 1'026'408'209'408 + 60 * 384);
+  auto k25 = FromJson(R"({"model_type":"kimi_k25","vision_config":{"vt_num_hidden_layers":27},
+    "text_config":{"model_type":"kimi_k2",)" + kimi + "}}");
+  ASSERT_TRUE(k25.ok()) << k25.status().message();
+  EXPECT_EQ(CountParams(*k25).total, CountParams(*k2).total);
+  auto m3 = FromJson(R"({"model_type":"mistral3","vision_config":{"hidden_size":1024,"model_type":"pixtral"},
+    "text_config":{"head_dim":128,"hidden_size":5120,"intermediate_size":32768,"model_type":"mistral",
+    "num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":8,"sliding_window":null,"vocab_size":131072}})");
+  ASSERT_TRUE(m3.ok()) << m3.status().message();
+  const int64_t layer = 5120LL * (32 + 16) * 128 + 32 * 128LL * 5120 + 3 * 5120LL * 32768 + 2 * 5120;
+  EXPECT_EQ(CountParams(*m3).total, 40 * layer + 2 * 131072LL * 5120 + 5120);
+  EXPECT_EQ(m3->model_type, "mistral");
+}
+
 // GPT-2 and Falcon derive a missing feed-forward width as 4h, which for the widest hidden
 // size a config may state is wider than a config may state it; the writer leaves the
 // derived width out, so it reads back (the model fuzzer's n_embd 2,031,072 case).
