@@ -366,10 +366,35 @@ double OptimizerBytesPerParam(Optimizer o) {
     case Optimizer::kAdamW8bit: return 18;
     case Optimizer::kSgd: return 14;
     case Optimizer::kSgdMomentum:
-    case Optimizer::kLion: return 22;
+    case Optimizer::kLion:
+    case Optimizer::kMuon: return 22;
     case Optimizer::kAdafactor: return 16;
   }
   return 30;
+}
+
+double MuonFlopsPerParam(const ModelSpec& m) {
+  // Newton-Schulz on an a x b matrix (a <= b, transposed if not), 5 iterations of
+  // A = X X^T (2 a^2 b), B = bA + cA^2 (2 a^3), X = aX + BX (2 a^2 b): per element
+  // 5 (4a + 2a^2 / b) (zeropower_via_newtonschulz5 in Jordan's muon.py; torch.optim.Muon's
+  // ns_steps = 5). Averaged over the layers' matrices by their sizes.
+  double flops = 0, params = 0;
+  auto add = [&](double rows, double cols, double count) {
+    const double a = std::min(rows, cols), b = std::max(rows, cols);
+    if (a <= 0 || count <= 0) return;
+    flops += count * rows * cols * 5 * (4 * a + 2 * a * a / b);
+    params += count * rows * cols;
+  };
+  const double h = static_cast<double>(m.hidden), layers = static_cast<double>(m.layers);
+  int64_t moe = 0;
+  for (int64_t l = 0; l < m.layers; ++l) moe += m.is_moe_layer(l) ? 1 : 0;
+  const double dense = layers - static_cast<double>(moe), up = m.mlp == MlpKind::kGated ? 2 : 1;
+  add(h, static_cast<double>(m.q_width()), 2 * layers);  // q and o (MLA's projections priced alike)
+  add(h, static_cast<double>(m.kv_width()), 2 * layers);
+  add(h, static_cast<double>(m.intermediate), (up + 1) * dense);
+  add(h, static_cast<double>(m.expert_intermediate), (up + 1) * static_cast<double>(moe * m.experts));
+  add(h, static_cast<double>(m.shared_experts * m.shared_intermediate), (up + 1) * static_cast<double>(moe));
+  return params > 0 ? flops / params : 0;
 }
 
 double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {

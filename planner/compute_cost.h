@@ -64,6 +64,8 @@ double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora);
 
 // HBM bytes one fused optimizer step reads and writes per parameter.
 double OptimizerBytesPerParam(Optimizer o);
+// Muon's Newton-Schulz iterations, FLOPs per matrix parameter averaged over the model.
+double MuonFlopsPerParam(const ModelSpec& m);
 
 // ---- One layer, one micro-batch, one GPU ----
 

@@ -50,7 +50,7 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   // mixed precision; pure bf16 keeps everything in bf16, as torchtune's fused CPU step
   // does). A LoRA run trains, and offloads the states of, its adapters only.
   const bool pure = ctx.r.pure_low_precision;
-  const double opt_bytes = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden) *
+  const double opt_bytes = OptimizerStateBytes(ctx.w.optimizer, ctx.m) *
                            (pure && ctx.w.optimizer != Optimizer::kAdamW8bit ? 0.5 : 1.0);
   const double trained = ctx.w.lora_like() ? static_cast<double>(s.adapter_params) / DenseShardDegree(l) : local;
   const double states = ((pure ? 2 : 4) + (ctx.r.master_weights && !pure ? 4 : 0) + opt_bytes) * trained;

@@ -55,8 +55,10 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
 // KV cache bytes per token on this GPU for the stage's layers.
 int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s);
 
-// Bytes per element of optimizer state for the optimizer (fp32 states unless 8-bit).
-double OptimizerStateBytes(Optimizer o, int64_t hidden);
+// Bytes per element of optimizer state for the optimizer (fp32 states unless 8-bit), averaged
+// over the model's parameters where the optimizer treats them differently (Adafactor's
+// factored matrices, Muon's AdamW-stepped embeddings and norms).
+double OptimizerStateBytes(Optimizer o, const ModelSpec& m);
 // The same under the run's recipe: pure low-precision training keeps 32-bit optimizers'
 // states in the parameters' dtype (torch.optim creates them like the parameter).
 double OptimizerStateBytes(const MemoryContext& ctx);

@@ -264,7 +264,8 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
 
 }  // namespace
 
-double OptimizerStateBytes(Optimizer o, int64_t hidden) {
+double OptimizerStateBytes(Optimizer o, const ModelSpec& m) {
+  const int64_t hidden = m.hidden;
   switch (o) {
     case Optimizer::kAdamW:
     case Optimizer::kAdam: return 8;        // m and v, fp32
@@ -272,6 +273,14 @@ double OptimizerStateBytes(Optimizer o, int64_t hidden) {
     case Optimizer::kSgd: return 0;
     case Optimizer::kSgdMomentum: return 4;  // momentum buffer, fp32
     case Optimizer::kLion: return 4;         // one momentum, fp32
+    case Optimizer::kMuon: {
+      // One fp32 momentum per hidden matrix; the embeddings, the head and the norms step
+      // under AdamW (m and v) as every Muon implementation sets them apart.
+      const ParamCounts c = CountParams(m);
+      const double adamw = static_cast<double>(c.embedding + c.position + c.head + c.norms);
+      const double total = static_cast<double>(std::max<int64_t>(c.total, 1));
+      return (4 * (total - adamw) + 8 * adamw) / total;
+    }
     case Optimizer::kAdafactor:              // factored second moment: (rows + cols) x 4 B per matrix
       return 2.0 * 4 / static_cast<double>(std::max<int64_t>(hidden, 1));
   }
@@ -279,7 +288,7 @@ double OptimizerStateBytes(Optimizer o, int64_t hidden) {
 }
 
 double OptimizerStateBytes(const MemoryContext& ctx) {
-  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m.hidden);
+  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m);
   const bool quantized = ctx.w.optimizer == Optimizer::kAdamW8bit;
   // Pure low precision: states are created like the parameters (torch.optim zeros_like), so
   // 32-bit optimizers keep them in bf16; LoRA adapters follow the adapters' dtype.

@@ -375,12 +375,19 @@ struct StepExtras {
 
 StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_batches, double stage_layers) {
   StepExtras e;
-  double local = sc.dense_params / x.tp + sc.expert_params / (x.ep * x.etp);
-  if (x.lora) local = LoraLayerParams(x.m, x.w.lora) * stage_layers / x.tp;
-  if (x.l.zero >= 1) local /= (x.l.zero >= 3 ? AtLeast1(x.l.shard_degree()) * x.cp : x.dp * x.cp);
+  // The optimizer steps this rank's shard: dense states over the data-parallel group, expert
+  // states over the expert-data-parallel one (dp x cp x tp / (ep x etp), model_states.cc).
+  const double dense_shard = x.l.zero >= 1 ? (x.l.zero >= 3 ? AtLeast1(x.l.shard_degree()) * x.cp : x.dp * x.cp) : 1;
+  const double expert_shard = x.l.zero >= 1 ? std::max(1.0, dense_shard * x.tp / (x.ep * x.etp)) : 1;
+  double local = sc.dense_params / x.tp / dense_shard + sc.expert_params / (x.ep * x.etp) / expert_shard;
+  if (x.lora) local = LoraLayerParams(x.m, x.w.lora) * stage_layers / x.tp / dense_shard;
   const double gpn = AtLeast1(x.c.gpus_per_node);
   if (x.l.offload_optimizer == Offload::kNone) {
     e.optimizer = MemSeconds(x.hw, local * OptimizerBytesPerParam(x.w.optimizer));
+    // Muon orthogonalizes each matrix's update with bf16 GEMMs; the ranks sharing the
+    // optimizer split the matrices between them (Megatron's distributed Muon).
+    if (x.w.optimizer == Optimizer::kMuon && !x.lora)
+      e.optimizer += local * MuonFlopsPerParam(x.m) / (x.hw.peak16 * x.hw.ceiling16);
   } else {
     e.optimizer = local * gpn / kCpuAdamParamsPerSecond;
     const double pcie = HostLinkBandwidth(x.c);

@@ -13,10 +13,10 @@ constexpr std::array<std::pair<Task, std::string_view>, 5> kTasks = {{
     {Task::kPretrain, "pretrain"}, {Task::kFinetune, "finetune"}, {Task::kLora, "lora"},
     {Task::kQlora, "qlora"}, {Task::kInference, "inference"}}};
 
-constexpr std::array<std::pair<Optimizer, std::string_view>, 7> kOptimizers = {{
+constexpr std::array<std::pair<Optimizer, std::string_view>, 8> kOptimizers = {{
     {Optimizer::kAdamW, "adamw"}, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW8bit, "adamw-8bit"},
     {Optimizer::kSgd, "sgd"}, {Optimizer::kSgdMomentum, "sgd-momentum"},
-    {Optimizer::kAdafactor, "adafactor"}, {Optimizer::kLion, "lion"}}};
+    {Optimizer::kAdafactor, "adafactor"}, {Optimizer::kLion, "lion"}, {Optimizer::kMuon, "muon"}}};
 
 template <typename E, size_t N>
 std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
@@ -73,7 +73,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   };
   constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
                           kPerTensor = OptimizerStep::kPerTensor;
-  static const std::array<Alias, 16> kAliases = {{
+  static const std::array<Alias, 18> kAliases = {{
       {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
       {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
       {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
@@ -81,7 +81,8 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
       {"bnb-adamw8bit", Optimizer::kAdamW8bit, kAny}, {"adam8bit", Optimizer::kAdamW8bit, kAny},
       {"adam-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw-8bit", Optimizer::kAdamW8bit, kAny},
       {"sgd-nesterov", Optimizer::kSgdMomentum, kAny}, {"lion-32bit", Optimizer::kLion, kAny},
-      {"adafactor-hf", Optimizer::kAdafactor, kAny}, {"adamw-anyprecision", Optimizer::kAdamW, kAny}}};
+      {"adafactor-hf", Optimizer::kAdafactor, kAny}, {"adamw-anyprecision", Optimizer::kAdamW, kAny},
+      {"muonclip", Optimizer::kMuon, kAny}, {"distributed-muon", Optimizer::kMuon, kAny}}};
   OptimizerStep named = kAny;
   bool found = Parse(kOptimizers, n, out);
   for (const Alias& a : kAliases)

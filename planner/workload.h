@@ -11,7 +11,10 @@
 namespace shardplan {
 
 enum class Task { kPretrain, kFinetune, kLora, kQlora, kInference };
-enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion };
+// kMuon: Newton-Schulz-orthogonalized momentum on the hidden matrices, AdamW on embeddings,
+// head and 1-D parameters (Jordan et al. 2024; Moonlight and Kimi K2's MuonClip; torch.optim.Muon
+// from PyTorch 2.9, Megatron-core's and DeepSpeed's Muon).
+enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion, kMuon };
 // How the step runs over the parameters: torch's foreach path (its default on CUDA), whose
 // ops return whole-group temporaries (sqrt of exp_avg_sq), or one kernel or loop per tensor
 // (torch fused=True, apex / DeepSpeed FusedAdam, HF's own AdamW), with none.

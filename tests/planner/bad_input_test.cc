@@ -554,6 +554,24 @@ TEST(Workload, Release) {
 
 // The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
 // keeps it.
+// Muon by its name and Kimi K2's MuonClip; a plan file keeps it.
+TEST(Workload, Muon) {
+  Optimizer o = Optimizer::kAdamW;
+  EXPECT_TRUE(ParseOptimizer("Muon", &o));
+  EXPECT_EQ(o, Optimizer::kMuon);
+  o = Optimizer::kAdamW;
+  EXPECT_TRUE(ParseOptimizer("MuonClip", &o));
+  EXPECT_EQ(o, Optimizer::kMuon);
+  EXPECT_FALSE(ParseOptimizer("paged_muon", &o));
+  auto doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: muon\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  auto back = ReadBack(*w);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->optimizer, Optimizer::kMuon);
+}
+
 TEST(Workload, OptimizerStepFromTheName) {
   EXPECT_EQ(ParseOptimizerStep("adamw_torch"), OptimizerStep::kForeach);
   EXPECT_EQ(ParseOptimizerStep("adamw_torch_fused"), OptimizerStep::kPerTensor);

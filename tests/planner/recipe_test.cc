@@ -276,6 +276,19 @@ TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
 // foreach to fused on 2025-02-24 (6e4988550); plain FSDP scripts take torch's foreach; HF
 // Trainer's default is fused; a name that says the step wins over every default. The foreach
 // step prices sqrt(exp_avg_sq) over the local shard.
+// Muon keeps one fp32 momentum per hidden-matrix parameter and AdamW's two for the rest
+// (embeddings, head, norms). Llama 3.1 8B over 8 FSDP ranks: 6,979,321,856 matrix and
+// 1,050,939,392 other parameters, (4 x 6,979,321,856 + 8 x 1,050,939,392) / 8 bytes each.
+TEST(Recipe, MuonStatesByParameterKind) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: H100\n");
+  const std::string layout = "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full";
+  const std::string base = "task: pretrain\nseq_len: 4096\nglobal_batch: 8\n";
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: muon\n"), c, layout), "optimizer_states"), 4'540'600'320);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: adamw\n"), c, layout), "optimizer_states"), 8 * 8'030'261'248LL / 8);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: muon\n"), c, layout), "optimizer_step_temp"), 0);
+}
+
 TEST(Recipe, TorchAdamWStepByReleaseAndName) {
   const ModelSpec m = Builtin("llama-3.1-8b");
   const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: H100\n");

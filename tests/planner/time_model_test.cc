@@ -450,6 +450,31 @@ TEST(EstimateTime, MptAttentionKernelAtLongSequence) {
   EXPECT_LT(EstimateTime(m, w, l, DgxH100(1)).tokens_per_second_per_gpu, triton);
 }
 
+// Muon's Newton-Schulz step: 5 iterations of 4a^2 b + 2a^3 FLOPs on each a x b matrix
+// (a <= b). Llama 3.1 8B: q and o 4096 x 4096, k and v 4096 x 1024, three 4096 x 14336 MLP
+// matrices per layer average 95,409 FLOPs per parameter; the optimizer term carries them.
+TEST(EstimateTime, MuonNewtonSchulzStep) {
+  ModelSpec m = Llama3_70B();
+  m.hidden = 4096;
+  m.layers = 32;
+  m.heads = 32;
+  m.intermediate = 14336;
+  EXPECT_NEAR(MuonFlopsPerParam(m), 95409.23, 0.01);
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 8;
+  l.zero = 1;
+  l.ac = Recompute::kFull;
+  const ClusterSpec c = DgxH100(1);
+  Workload w = Pretrain(4096, 8);
+  const double adamw = Term(EstimateTime(m, w, l, c), "optimizer");
+  w.optimizer = Optimizer::kMuon;
+  const double muon = Term(EstimateTime(m, w, l, c), "optimizer");
+  // 1/8 of 6.98e9 matrix parameters x 95,409 FLOPs at most 989 TFLOP/s: over 84 ms more.
+  EXPECT_GT(muon - adamw, 6979321856.0 / 8 * 95409.23 / 989.4e12);
+  EXPECT_LT(muon - adamw, 0.5);
+}
+
 TEST(EstimateTime, TermsAddUpAndRatesFollowFromTheStep) {
   const ModelSpec m = Llama3_70B();
   Layout l;
