@@ -20,7 +20,9 @@ StatusOr<Document> CatalogDocument() {
 }
 
 // A name's parts, lowercase: split at anything but letters and digits, "rtx4090" split
-// before its number, SXM generations and vendor words dropped ("sxm4" is "sxm").
+// before its number, SXM generations and vendor words dropped ("sxm4" is "sxm"), and the
+// system words performance tables put around the GPU (DGX-GB200, HGX H100, GB300 NVL72:
+// "dgx", "hgx", "nvl" with a rack size; "H100 NVL", a card, keeps its "nvl").
 std::vector<std::string> NameTokens(std::string_view name) {
   std::vector<std::string> out;
   std::string cur;
@@ -32,7 +34,11 @@ std::vector<std::string> NameTokens(std::string_view name) {
         out.emplace_back(prefix);
         cur = cur.substr(3);
       }
-    if (cur != "nvidia" && cur != "tesla" && cur != "geforce" && cur.rfind("hbm", 0) != 0) out.push_back(cur);
+    const bool rack = cur.size() > 3 && cur.rfind("nvl", 0) == 0 &&
+                      std::all_of(cur.begin() + 3, cur.end(), [](unsigned char ch) { return std::isdigit(ch); });
+    if (cur != "nvidia" && cur != "tesla" && cur != "geforce" && cur != "dgx" && cur != "hgx" && !rack &&
+        cur.rfind("hbm", 0) != 0)
+      out.push_back(cur);
     cur.clear();
   };
   for (char c : name) {
