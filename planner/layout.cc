@@ -109,6 +109,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         {"accelerate", {Framework::kFsdp, Stack::kNative}},     {"megatron", {Framework::kMegatron, Stack::kNative}},
         {"megatron-lm", {Framework::kMegatron, Stack::kNative}}, {"megatron-core", {Framework::kMegatron, Stack::kNative}},
         {"nemo", {Framework::kMegatron, Stack::kNemo}},         {"megatron-bridge", {Framework::kMegatron, Stack::kNemo}},
+        {"nemo2", {Framework::kMegatron, Stack::kNemo}},        {"mcore", {Framework::kMegatron, Stack::kNative}},
         {"torchtitan", {Framework::kTorchtitan, Stack::kNative}}, {"torchtune", {Framework::kFsdp, Stack::kTorchtune}},
         {"hf", {Framework::kFsdp, Stack::kHf}},                 {"transformers", {Framework::kFsdp, Stack::kHf}},
         {"trl", {Framework::kFsdp, Stack::kHf}},                {"peft", {Framework::kFsdp, Stack::kHf}},
@@ -419,6 +420,10 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     for (const auto& k : kKeys)
       if (key == k.name) info = &k;
     if (!info) {
+      // Performance tables list the global batch beside the degrees; it is the workload's.
+      if (key == "gbs" || key == "global_batch" || key == "global_batch_size")
+        return Status::BadInput("--layout: unknown key '" + key + "': the global batch is the workload's; give "
+                                "global_batch: in the workload file or --global-batch");
       const std::string hint = Suggest(key, KeyNames());
       return Status::BadInput("--layout: unknown key '" + key + "'" + (hint.empty() ? "" : ", did you mean '" + hint + "'?") +
                               " (keys: " + Join(KeyNames()) + ")");

@@ -232,10 +232,12 @@ StatusOr<std::optional<double>> Document::Power(const YAML::Node& map, const cha
   return Quantity<double>(*this, map, key, ParsePower);
 }
 
-Status Document::CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed) const {
+Status Document::CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
+                           const std::vector<std::string>& synonyms) const {
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    if (std::find(synonyms.begin(), synonyms.end(), key) != synonyms.end()) continue;
     std::string hint = Suggest(key, allowed);
     std::string msg = "unknown key '" + key + "'";
     msg += hint.empty() ? "; expected one of: " + Join(allowed) : ", did you mean '" + hint + "'?";

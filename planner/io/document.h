@@ -46,7 +46,9 @@ class Document {
 
   // Our own files: every key of `map` must be in `allowed`; an unknown one is an error with
   // a did-you-mean suggestion.
-  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed) const;
+  // `synonyms` are accepted too but never suggested for a misspelling.
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
+                   const std::vector<std::string>& synonyms = {}) const;
   // Foreign files (HF configs carry many keys): an unknown key is an error only when it
   // looks like a misspelling of an allowed key that the file lacks.
   Status CheckMisspelledKeys(const YAML::Node& map, const std::vector<std::string>& known) const;

@@ -557,6 +557,35 @@ TEST(Workload, Release) {
 
 // The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
 // keeps it.
+// Other names for the same settings (Megatron's seq_length and global_batch_size, LLaMA-
+// Factory's cutoff_len, a config's dtype) read as ours; one setting given twice, or a layout
+// setting put in the workload, is refused at its line.
+TEST(Workload, SynonymsReadAsOurKeys) {
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nseq_length: 2048\nglobal_batch_size: 64\ndtype: FP8-CS\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->seq_len, 2048);
+  EXPECT_EQ(w->global_batch, 64);
+  EXPECT_TRUE(w->global_batch_stated);
+  EXPECT_EQ(w->precision, Dtype::kFp8);
+  auto cutoff = Document::Parse("w.yaml", "task: lora\ncutoff_len: 1024\n");
+  ASSERT_TRUE(cutoff.ok());
+  EXPECT_EQ(ParseWorkload(*cutoff)->seq_len, 1024);
+  auto twice = Document::Parse("w.yaml", "task: pretrain\nseq_len: 1024\nmax_seq_length: 2048\n");
+  ASSERT_TRUE(twice.ok());
+  EXPECT_NE(ParseWorkload(*twice).status().message().find("w.yaml:3:1: 'max_seq_length' repeats seq_len"), std::string::npos)
+      << ParseWorkload(*twice).status().message();
+  auto layout = Document::Parse("w.yaml", "task: pretrain\nmicro_batch_size: 2\n");
+  ASSERT_TRUE(layout.ok());
+  EXPECT_NE(ParseWorkload(*layout).status().message().find("w.yaml:2:19: micro_batch_size: a layout setting; give it in --layout"),
+            std::string::npos)
+      << ParseWorkload(*layout).status().message();
+  auto bad = Document::Parse("w.yaml", "task: pretrain\nseq_length: four\n");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_NE(ParseWorkload(*bad).status().message().find("w.yaml:2:13:"), std::string::npos);
+}
+
 // Muon by its name and Kimi K2's MuonClip; a plan file keeps it.
 TEST(Workload, Muon) {
   Optimizer o = Optimizer::kAdamW;

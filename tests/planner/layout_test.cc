@@ -316,6 +316,13 @@ TEST(Layout, KeyAliases) {
   EXPECT_EQ(l->ac, Recompute::kFull);
   EXPECT_EQ(l->zero, 1);
   EXPECT_EQ(ParseLayout("ac=off")->ac, Recompute::kNone);
+  // NeMo 2 and Megatron-core by their short names.
+  EXPECT_EQ(FrameworkName(*ParseLayout("framework=nemo2,tp=2")), "nemo");
+  EXPECT_EQ(ParseLayout("framework=mcore,tp=2")->framework, Framework::kMegatron);
+  // The global batch a performance table lists beside the degrees belongs to the workload.
+  EXPECT_NE(ParseLayout("framework=megatron,tp=8,gbs=1024").status().message().find(
+                "unknown key 'gbs': the global batch is the workload's; give global_batch: in the workload file or --global-batch"),
+            std::string::npos);
 }
 
 // torchtitan's [parallelism] section as its users write it: data_parallel_shard_degree ranks
