@@ -56,19 +56,26 @@ StatusOr<ClusterSpec> ParseClusterNode(const Document& doc, const YAML::Node& ro
   return Guarded(doc, [&] { return ParseClusterUnguarded(doc, root); });
 }
 
-StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& root) {
-  SP_RETURN_IF_ERROR(doc.CheckKeys(root, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
-                                          "host", "nvme", "source"}));
+// The names launchers and job specs give the same settings (torchrun's nnodes and
+// nproc_per_node, num_nodes, a GPU's type).
+static const Document::Synonyms kClusterSynonyms = {
+    {"num_nodes", "nodes"}, {"nnodes", "nodes"},        {"num_gpus_per_node", "gpus_per_node"},
+    {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"}};
+
+StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& given) {
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
+                                           "host", "nvme", "source"}, kClusterSynonyms));
+  SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
   ClusterSpec c;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   c.name = name.value_or("cluster");
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "nodes", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gpn, doc.Int(root, "gpus_per_node", 1, 1024));
   c.nodes = static_cast<int>(nodes.value_or(1));
-  if (!gpn) return doc.ErrorAt(root, "gpus_per_node: missing; expected a positive integer");
+  if (!gpn) return doc.ErrorAt(given, "gpus_per_node: missing; expected a positive integer");
   c.gpus_per_node = static_cast<int>(*gpn);
   YAML::Node gpu = root["gpu"];
-  if (!gpu.IsDefined()) return doc.ErrorAt(root, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
+  if (!gpu.IsDefined()) return doc.ErrorAt(given, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
   std::string tdp_of;  // whose TDP the power limit is checked against, for the message
   if (gpu.IsScalar()) {
     std::string note;

@@ -233,17 +233,35 @@ StatusOr<std::optional<double>> Document::Power(const YAML::Node& map, const cha
 }
 
 Status Document::CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                           const std::vector<std::string>& synonyms) const {
+                           const Synonyms& synonyms) const {
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-    if (std::find(synonyms.begin(), synonyms.end(), key) != synonyms.end()) continue;
+    if (std::any_of(synonyms.begin(), synonyms.end(), [&](const auto& s) { return s.first == key; })) continue;
     std::string hint = Suggest(key, allowed);
     std::string msg = "unknown key '" + key + "'";
     msg += hint.empty() ? "; expected one of: " + Join(allowed) : ", did you mean '" + hint + "'?";
     return ErrorAt(it->first, msg);
   }
   return Status::Ok();
+}
+
+StatusOr<YAML::Node> Document::WithOurNames(const YAML::Node& map, const Synonyms& synonyms) const {
+  if (!map.IsMap() || std::none_of(synonyms.begin(), synonyms.end(), [&](const auto& s) { return map[s.first].IsDefined(); }))
+    return map;
+  // A fresh map: assigning to a yaml-cpp node that shares the file's would rewrite the file's.
+  YAML::Node ours(YAML::NodeType::Map);
+  std::vector<std::string> seen;
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    std::string key = it->first.Scalar();
+    for (const auto& [theirs, name] : synonyms)
+      if (key == theirs) key = name;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      return ErrorAt(it->first, "'" + it->first.Scalar() + "' repeats " + key + ", which the file already gives");
+    seen.push_back(key);
+    ours[key] = it->second;
+  }
+  return ours;
 }
 
 Status Document::CheckMisspelledKeys(const YAML::Node& map, const std::vector<std::string>& known) const {

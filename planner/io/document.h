@@ -46,9 +46,14 @@ class Document {
 
   // Our own files: every key of `map` must be in `allowed`; an unknown one is an error with
   // a did-you-mean suggestion.
-  // `synonyms` are accepted too but never suggested for a misspelling.
-  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                   const std::vector<std::string>& synonyms = {}) const;
+  // `synonyms` ({theirs, ours}: the names other tools give our keys) are accepted too but
+  // never suggested for a misspelling.
+  using Synonyms = std::vector<std::pair<std::string, std::string>>;
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed, const Synonyms& synonyms = {}) const;
+  // `map` with keys given under a synonym renamed to ours, in a fresh map whose values are
+  // the file's nodes (their lines kept for errors); `map` itself when it names none. One key
+  // given under two names is an error at the second.
+  StatusOr<YAML::Node> WithOurNames(const YAML::Node& map, const Synonyms& synonyms) const;
   // Foreign files (HF configs carry many keys): an unknown key is an error only when it
   // looks like a misspelling of an allowed key that the file lacks.
   Status CheckMisspelledKeys(const YAML::Node& map, const std::vector<std::string>& known) const;

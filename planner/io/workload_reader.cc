@@ -152,41 +152,22 @@ StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root
 
 // Other names sources and frameworks give the same settings (Megatron's seq_length and
 // global_batch_size, HF's max_seq_length, LLaMA-Factory's cutoff_len, a config's dtype).
-constexpr std::pair<const char*, const char*> kWorkloadSynonyms[] = {
+static const Document::Synonyms kWorkloadSynonyms = {
     {"seq_length", "seq_len"},           {"sequence_length", "seq_len"}, {"max_seq_length", "seq_len"},
     {"max_seq_len", "seq_len"},          {"cutoff_len", "seq_len"},      {"global_batch_size", "global_batch"},
     {"gbs", "global_batch"},             {"dtype", "precision"},         {"mixed_precision", "precision"}};
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
-                                      "lora", "inference", "description", "master_weights", "optimizer_in_backward",
-                                      "paged_optimizer", "activation_offload", "loss", "compile",
-                                      "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release"};
-  std::vector<std::string> synonyms;
-  for (const auto& [synonym, key] : kWorkloadSynonyms) synonyms.emplace_back(synonym);
+                                            "lora", "inference", "description", "master_weights", "optimizer_in_backward",
+                                            "paged_optimizer", "activation_offload", "loss", "compile",
+                                            "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
                                                 layout_key + "=...), not in the workload");
-  SP_RETURN_IF_ERROR(doc.CheckKeys(given, allowed, synonyms));
-  // The same settings under their other names read as ours; the values keep their lines.
-  // (A fresh map: assigning to a yaml-cpp node that shares the file's would rewrite it.)
-  bool renamed = false;
-  for (const auto& [synonym, key] : kWorkloadSynonyms) renamed = renamed || given[synonym].IsDefined();
-  YAML::Node canonical_map(YAML::NodeType::Map);
-  if (renamed) {
-    std::vector<std::string> seen;
-    for (auto it = given.begin(); it != given.end(); ++it) {
-      std::string key = it->first.Scalar();
-      for (const auto& [synonym, canonical] : kWorkloadSynonyms)
-        if (key == synonym) key = canonical;
-      if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        return doc.ErrorAt(it->first, "'" + it->first.Scalar() + "' repeats " + key + ", which the file already gives");
-      seen.push_back(key);
-      canonical_map[key] = it->second;
-    }
-  }
-  const YAML::Node& root = renamed ? canonical_map : given;
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, allowed, kWorkloadSynonyms));
+  SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kWorkloadSynonyms));
   Workload w;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;

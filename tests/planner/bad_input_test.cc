@@ -249,6 +249,22 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
       << s.message();
 }
 
+// The names launchers and job specs give the cluster's settings (torchrun's nnodes and
+// nproc_per_node, num_nodes, gpu_type) read as ours; one given under two names is refused.
+TEST(ClusterReads, LauncherNames) {
+  auto doc = Document::Parse("c.yaml", "nnodes: 4\nnproc_per_node: 8\ngpu_type: DGX-H100\n");
+  ASSERT_TRUE(doc.ok());
+  auto c = ParseCluster(*doc);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->nodes, 4);
+  EXPECT_EQ(c->gpus_per_node, 8);
+  EXPECT_EQ(c->gpu.name, "h100-sxm-80gb");
+  Status twice = ClusterError("nodes: 2\nnum_nodes: 2\ngpus_per_node: 8\ngpu: H100\n");
+  EXPECT_NE(twice.message().find("cluster.yaml:2:1: 'num_nodes' repeats nodes"), std::string::npos) << twice.message();
+  Status missing = ClusterError("num_nodes: 2\ngpu: H100\n");
+  EXPECT_NE(missing.message().find("cluster.yaml:1:1: gpus_per_node: missing"), std::string::npos) << missing.message();
+}
+
 // A user's own GPU may be given by its memory alone: the memory question has an answer, the
 // time is unknown (no peak), and nothing is invented for it.
 TEST(ClusterRejects, GpuGivenByMemoryAlone) {
