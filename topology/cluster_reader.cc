@@ -60,10 +60,42 @@ StatusOr<ClusterSpec> ParseClusterNode(const Document& doc, const YAML::Node& ro
 // nproc_per_node, num_nodes, a GPU's type).
 static const Document::Synonyms kClusterSynonyms = {
     {"num_nodes", "nodes"}, {"nnodes", "nodes"},        {"num_gpus_per_node", "gpus_per_node"},
-    {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"}};
+    {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"},
+    {"num_gpus", "gpus"}, {"total_gpus", "gpus"}, {"world_size", "gpus"}};
+
+// Nodes and GPUs per node from a total GPU count (`gpus:`, as a run's source states it) and
+// whichever of the two the file gives; a total of 8 or fewer alone is one node.
+static Status ResolveGpuCount(const Document& doc, const YAML::Node& root, std::optional<int64_t>& nodes,
+                              std::optional<int64_t>& gpn, std::vector<std::string>& assumed) {
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gpus, doc.Int(root, "gpus", 1, int64_t{1} << 30));
+  if (!gpus) return Status::Ok();
+  const YAML::Node at = root["gpus"];
+  if (nodes && gpn) {
+    if (*nodes * *gpn != *gpus)
+      return doc.ErrorAt(at, "gpus: " + std::to_string(*gpus) + " is not nodes x gpus_per_node (" +
+                                 std::to_string(*nodes) + " x " + std::to_string(*gpn) + ")");
+    return Status::Ok();
+  }
+  std::string why;
+  if (!nodes && !gpn) {
+    if (*gpus > 8)
+      return doc.ErrorAt(at, "gpus: " + std::to_string(*gpus) + " in all; give nodes or gpus_per_node to say how they are split");
+    nodes = 1;
+    why = "eight or fewer and no nodes given: one node";
+  }
+  const int64_t known = nodes ? *nodes : *gpn;
+  if (*gpus % known != 0)
+    return doc.ErrorAt(at, "gpus: " + std::to_string(*gpus) + " does not divide over " + std::to_string(known) +
+                               (nodes ? " nodes" : " GPUs per node"));
+  if (why.empty()) why = nodes ? "over the nodes given" : "at the GPUs per node given";
+  (nodes ? gpn : nodes) = *gpus / known;
+  assumed.push_back("nodes: " + std::to_string(*nodes) + ", gpus_per_node: " + std::to_string(*gpn) + " (gpus: " +
+                    std::to_string(*gpus) + ", " + why + ")");
+  return Status::Ok();
+}
 
 StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& given) {
-  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node",
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpus", "gpu", "intra_node", "inter_node",
                                            "host", "nvme", "source"}, kClusterSynonyms));
   SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
   ClusterSpec c;
@@ -71,6 +103,9 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   c.name = name.value_or("cluster");
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "nodes", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gpn, doc.Int(root, "gpus_per_node", 1, 1024));
+  SP_RETURN_IF_ERROR(ResolveGpuCount(doc, root, nodes, gpn, c.assumed));
+  if (nodes && (*nodes < 1 || *nodes > (1 << 20))) return doc.ErrorAt(root["gpus"], "gpus: gives more nodes than a cluster file may state");
+  if (gpn && (*gpn < 1 || *gpn > 1024)) return doc.ErrorAt(root["gpus"], "gpus: gives more than 1,024 GPUs per node");
   c.nodes = static_cast<int>(nodes.value_or(1));
   if (!gpn) return doc.ErrorAt(given, "gpus_per_node: missing; expected a positive integer");
   c.gpus_per_node = static_cast<int>(*gpn);

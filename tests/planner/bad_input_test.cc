@@ -2,10 +2,9 @@
 // line and column, what was expected and what was found (issue: foundation, item 6).
 #include <gtest/gtest.h>
 
-#include <tuple>
-
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -263,6 +262,29 @@ TEST(ClusterReads, LauncherNames) {
   EXPECT_NE(twice.message().find("cluster.yaml:2:1: 'num_nodes' repeats nodes"), std::string::npos) << twice.message();
   Status missing = ClusterError("num_nodes: 2\ngpu: H100\n");
   EXPECT_NE(missing.message().find("cluster.yaml:1:1: gpus_per_node: missing"), std::string::npos) << missing.message();
+}
+
+// A run's source often states the GPUs in all: `gpus:` (or world_size) splits over the nodes
+// or the GPUs per node the file gives, eight or fewer alone are one node, and a total that
+// does not split, or more than eight with nothing to split them by, is refused at its line.
+TEST(ClusterReads, TotalGpuCount) {
+  for (const auto& [text, nodes, per_node] :
+       {std::tuple<const char*, int, int>{"gpus: 64\nnodes: 8\ngpu: H100\n", 8, 8},
+        std::tuple<const char*, int, int>{"gpus: 64\ngpus_per_node: 4\ngpu: GB200\n", 16, 4},
+        std::tuple<const char*, int, int>{"world_size: 4\ngpu: H100\n", 1, 4}}) {
+    auto doc = Document::Parse("c.yaml", text);
+    ASSERT_TRUE(doc.ok());
+    auto c = ParseCluster(*doc);
+    ASSERT_TRUE(c.ok()) << text << c.status().message();
+    EXPECT_EQ(c->nodes, nodes) << text;
+    EXPECT_EQ(c->gpus_per_node, per_node) << text;
+  }
+  EXPECT_NE(ClusterError("gpus: 64\ngpu: H100\n").message().find("cluster.yaml:1:7: gpus: 64 in all; give nodes or gpus_per_node"),
+            std::string::npos);
+  EXPECT_NE(ClusterError("gpus: 60\nnodes: 8\ngpu: H100\n").message().find("cluster.yaml:1:7: gpus: 60 does not divide over 8 nodes"),
+            std::string::npos);
+  EXPECT_NE(ClusterError("gpus: 64\nnodes: 8\ngpus_per_node: 4\ngpu: H100\n").message().find("gpus: 64 is not nodes x gpus_per_node (8 x 4)"),
+            std::string::npos);
 }
 
 // A user's own GPU may be given by its memory alone: the memory question has an answer, the
