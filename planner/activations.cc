@@ -235,7 +235,7 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   // the fp32 input, x - max and exp(x - max) at once beside the bf16 logits (14 B), and its
   // fused nll/log-softmax backward holds the saved output, a zeroed grad, exp(output) and
   // their sum (16 B); torchtitan frees the bf16 logits (del pred) before backward.
-  if (ctx.l.framework == Framework::kTorchtitan && ctx.l.stack == Stack::kNative && ctx.l.tp > 1)
+  if (TorchtitanItself(ctx.l) && ctx.l.tp > 1)
     return {14, 0, 16, "loss_parallel (DTensor) forward: bf16 logits + fp32 copy + shifted + exp, per token per vocab shard",
             "loss_parallel backward: saved log-softmax + zeroed grad + exp + their sum, fp32"};
   // Forward: bf16 logits + fp32 upcast + fp32 softmax (10 B); Megatron's fused

@@ -386,8 +386,7 @@ double MuonFlopsPerParam(const ModelSpec& m) {
     params += count * rows * cols;
   };
   const double h = static_cast<double>(m.hidden), layers = static_cast<double>(m.layers);
-  int64_t moe = 0;
-  for (int64_t l = 0; l < m.layers; ++l) moe += m.is_moe_layer(l) ? 1 : 0;
+  const int64_t moe = m.is_moe() ? m.moe_layer_count() : 0;
   const double dense = layers - static_cast<double>(moe), up = m.mlp == MlpKind::kGated ? 2 : 1;
   add(h, static_cast<double>(m.q_width()), 2 * layers);  // q and o (MLA's projections priced alike)
   add(h, static_cast<double>(m.kv_width()), 2 * layers);

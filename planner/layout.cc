@@ -336,6 +336,8 @@ bool MegatronModelCode(const Layout& l) {
   return l.framework == Framework::kMegatron || l.stack == Stack::kMegatronDeepSpeed;
 }
 
+bool TorchtitanItself(const Layout& l) { return l.framework == Framework::kTorchtitan && l.stack == Stack::kNative; }
+
 std::string_view RecomputeName(Recompute r) {
   return r == Recompute::kNone ? "none" : r == Recompute::kSelective ? "selective" : "full";
 }

@@ -120,6 +120,9 @@ std::string_view FrameworkName(const Layout& l);
 // Whether the model runs Megatron's own code (vocab-parallel head and loss, fused kernels):
 // Megatron-core, or Megatron-DeepSpeed on DeepSpeed's engine.
 bool MegatronModelCode(const Layout& l);
+// Whether the run is torchtitan's own trainer (not AutoModel, which composes the same mesh):
+// the layouts whose defaults follow torchtitan's releases.
+bool TorchtitanItself(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
 // "core_attn/moe_act/..." in Megatron's names, in a fixed order.

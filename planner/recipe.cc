@@ -52,8 +52,7 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
 }  // namespace
 
 bool LossCompiledByRelease(const Workload& w, const Layout& l) {
-  return w.training() && l.framework == Framework::kTorchtitan && l.stack == Stack::kNative &&
-         w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
+  return w.training() && TorchtitanItself(l) && w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
 
 bool MegatronGradsFp32(const Workload& w, const Layout& l) {
@@ -143,7 +142,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   if (adam) {
     if (w.optimizer_step != OptimizerStep::kAuto)
       r.torch_foreach_step = w.optimizer_step == OptimizerStep::kForeach;
-    else if (l.framework == Framework::kTorchtitan && l.stack == Stack::kNative)
+    else if (TorchtitanItself(l))
       r.torch_foreach_step = !ReleaseAtLeast(w, defaults::kTorchtitanFusedAdamW);
     else
       r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel;
@@ -171,16 +170,17 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   } else if (l.stack == Stack::kAutomodel) {
     r.loss = LossKind::kStandard;
     assume("loss: standard (AutoModel's MaskedCrossEntropy upcasts logits to fp32; its benchmark configs set fp32_upcast: false, which is loss: no_upcast)");
-  } else if (LossCompiledByRelease(w, l)) {
-    // The published benchmarks before 2025-04 ran the loss eager; it holds more, so it is the
+  } else if (TorchtitanItself(l) && w.compile == Setting::kOn) {
+    // Releases from 2025-04-02 compile the loss with the model; earlier ones, and the published
+    // benchmarks before them, ran it eager. Unstated, the eager one holds more, so it is the
     // default that never calls an OOM a fit.
-    r.loss = LossKind::kStandard;
-    assume("loss: standard (torchtitan releases before 2025-04-02 ran the loss eager; later ones compile it with the "
-           "model: say release: with the date of yours, or loss: compiled)");
-  } else if (l.framework == Framework::kTorchtitan && l.stack == Stack::kNative && w.compile == Setting::kOn &&
-             ReleaseAtLeast(w, defaults::kTorchtitanCompiledLoss)) {
-    r.loss = LossKind::kCompiled;
-    assume("loss: compiled (torchtitan compiles the loss with the model from 2025-04-02; the release stated is that or later)");
+    const bool compiled = ReleaseAtLeast(w, defaults::kTorchtitanCompiledLoss);
+    r.loss = compiled ? LossKind::kCompiled : LossKind::kStandard;
+    if (compiled)
+      assume("loss: compiled (torchtitan compiles the loss with the model from 2025-04-02; the release stated is that or later)");
+    else if (w.release == 0)
+      assume("loss: standard (torchtitan releases before 2025-04-02 ran the loss eager; later ones compile it with the "
+             "model: say release: with the date of yours, or loss: compiled)");
   } else if (l.stack == Stack::kLlmFoundry) {
     r.loss = LossKind::kKernel;
     assume("loss: kernel (llm-foundry's models default to loss_fn: fused_crossentropy, flash-attn's cross-entropy kernel)");

@@ -251,9 +251,7 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
 // The names launchers and job specs give the cluster's settings (torchrun's nnodes and
 // nproc_per_node, num_nodes, gpu_type) read as ours; one given under two names is refused.
 TEST(ClusterReads, LauncherNames) {
-  auto doc = Document::Parse("c.yaml", "nnodes: 4\nnproc_per_node: 8\ngpu_type: DGX-H100\n");
-  ASSERT_TRUE(doc.ok());
-  auto c = ParseCluster(*doc);
+  auto c = ReadCluster("nnodes: 4\nnproc_per_node: 8\ngpu_type: DGX-H100\n");
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->nodes, 4);
   EXPECT_EQ(c->gpus_per_node, 8);
@@ -272,9 +270,7 @@ TEST(ClusterReads, TotalGpuCount) {
        {std::tuple<const char*, int, int>{"gpus: 64\nnodes: 8\ngpu: H100\n", 8, 8},
         std::tuple<const char*, int, int>{"gpus: 64\ngpus_per_node: 4\ngpu: GB200\n", 16, 4},
         std::tuple<const char*, int, int>{"world_size: 4\ngpu: H100\n", 1, 4}}) {
-    auto doc = Document::Parse("c.yaml", text);
-    ASSERT_TRUE(doc.ok());
-    auto c = ParseCluster(*doc);
+    auto c = ReadCluster(text);
     ASSERT_TRUE(c.ok()) << text << c.status().message();
     EXPECT_EQ(c->nodes, nodes) << text;
     EXPECT_EQ(c->gpus_per_node, per_node) << text;
@@ -520,6 +516,12 @@ TEST(Documents, FlowStyleYamlIsYaml) {
   EXPECT_EQ(ParseWorkload(*strict)->seq_len, 2048);
 }
 
+StatusOr<Workload> ReadWorkload(const std::string& text) {
+  auto doc = Document::Parse("w.yaml", text);
+  if (!doc.ok()) return doc.status();
+  return ParseWorkload(*doc);
+}
+
 // A workload as a plan file carries it: written, then read again.
 StatusOr<Workload> ReadBack(const Workload& w) {
   auto doc = Document::Parse("again.yaml", WorkloadToYaml(w, 0));
@@ -527,42 +529,36 @@ StatusOr<Workload> ReadBack(const Workload& w) {
   return ParseWorkload(*doc);
 }
 
+// The error a workload text is refused with ("" when it reads).
+std::string WorkloadError(const std::string& text) {
+  auto w = ReadWorkload(text);
+  return w.ok() ? "" : w.status().message();
+}
+
 // vLLM's --max-num-batched-tokens reads, bounds its value with the line, and a plan file
 // carries it.
 TEST(Workload, ServingBatchedTokens) {
-  auto doc = Document::Parse("w.yaml", "task: inference\ninference:\n  prompt_len: 29000\n  max_num_batched_tokens: 29000\n");
-  ASSERT_TRUE(doc.ok());
-  auto w = ParseWorkload(*doc);
+  auto w = ReadWorkload("task: inference\ninference:\n  prompt_len: 29000\n  max_num_batched_tokens: 29000\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->inference.max_num_batched_tokens, 29000);
   auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->inference, w->inference);
-  auto bad = Document::Parse("w.yaml", "task: inference\ninference:\n  max_num_batched_tokens: 0\n");
-  ASSERT_TRUE(bad.ok());
-  auto rejected = ParseWorkload(*bad);
-  ASSERT_FALSE(rejected.ok());
-  EXPECT_NE(rejected.status().message().find("w.yaml:3:27: max_num_batched_tokens"), std::string::npos)
-      << rejected.status().message();
+  const std::string rejected = WorkloadError("task: inference\ninference:\n  max_num_batched_tokens: 0\n");
+  EXPECT_NE(rejected.find("w.yaml:3:27: max_num_batched_tokens"), std::string::npos) << rejected;
 }
 
 // DeepSpeed's overlap_comm reads as a setting, rejects a non-boolean with its line, and a
 // plan file carries it.
 TEST(Workload, OverlapComm) {
-  auto doc = Document::Parse("w.yaml", "task: finetune\noverlap_comm: false\n");
-  ASSERT_TRUE(doc.ok());
-  auto w = ParseWorkload(*doc);
+  auto w = ReadWorkload("task: finetune\noverlap_comm: false\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->overlap_comm, Setting::kOff);
   auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, *w);
-  auto bad = Document::Parse("w.yaml", "task: finetune\noverlap_comm: maybe\n");
-  ASSERT_TRUE(bad.ok());
-  auto rejected = ParseWorkload(*bad);
-  ASSERT_FALSE(rejected.ok());
-  EXPECT_NE(rejected.status().message().find("w.yaml:2:15: overlap_comm"), std::string::npos)
-      << rejected.status().message();
+  const std::string rejected = WorkloadError("task: finetune\noverlap_comm: maybe\n");
+  EXPECT_NE(rejected.find("w.yaml:2:15: overlap_comm"), std::string::npos) << rejected;
 }
 
 // The framework release reads as a date, to the month or the day; a month alone sorts
@@ -576,52 +572,33 @@ TEST(Workload, Release) {
     EXPECT_EQ(ParseRelease(bad), 0) << bad;
   EXPECT_EQ(ReleaseName(20250613), "2025-06-13");
   EXPECT_EQ(ReleaseName(20250600), "2025-06");
-  auto doc = Document::Parse("w.yaml", "task: pretrain\nrelease: 2025-06-11\n");
-  ASSERT_TRUE(doc.ok());
-  auto w = ParseWorkload(*doc);
+  auto w = ReadWorkload("task: pretrain\nrelease: 2025-06-11\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->release, 20250611);
   auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, *w);
-  auto bad = Document::Parse("w.yaml", "task: pretrain\nrelease: June 2025\n");
-  ASSERT_TRUE(bad.ok());
-  auto rejected = ParseWorkload(*bad);
-  ASSERT_FALSE(rejected.ok());
-  EXPECT_NE(rejected.status().message().find("w.yaml:2:10: release: expected the framework release's date as YYYY-MM"),
-            std::string::npos)
-      << rejected.status().message();
+  const std::string rejected = WorkloadError("task: pretrain\nrelease: June 2025\n");
+  EXPECT_NE(rejected.find("w.yaml:2:10: release: expected the framework release's date as YYYY-MM"), std::string::npos)
+      << rejected;
 }
 
-// The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
-// keeps it.
 // Other names for the same settings (Megatron's seq_length and global_batch_size, LLaMA-
 // Factory's cutoff_len, a config's dtype) read as ours; one setting given twice, or a layout
 // setting put in the workload, is refused at its line.
 TEST(Workload, SynonymsReadAsOurKeys) {
-  auto doc = Document::Parse("w.yaml", "task: pretrain\nseq_length: 2048\nglobal_batch_size: 64\ndtype: FP8-CS\n");
-  ASSERT_TRUE(doc.ok());
-  auto w = ParseWorkload(*doc);
+  auto w = ReadWorkload("task: pretrain\nseq_length: 2048\nglobal_batch_size: 64\ndtype: FP8-CS\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->seq_len, 2048);
   EXPECT_EQ(w->global_batch, 64);
   EXPECT_TRUE(w->global_batch_stated);
   EXPECT_EQ(w->precision, Dtype::kFp8);
-  auto cutoff = Document::Parse("w.yaml", "task: lora\ncutoff_len: 1024\n");
-  ASSERT_TRUE(cutoff.ok());
-  EXPECT_EQ(ParseWorkload(*cutoff)->seq_len, 1024);
-  auto twice = Document::Parse("w.yaml", "task: pretrain\nseq_len: 1024\nmax_seq_length: 2048\n");
-  ASSERT_TRUE(twice.ok());
-  EXPECT_NE(ParseWorkload(*twice).status().message().find("w.yaml:3:1: 'max_seq_length' repeats seq_len"), std::string::npos)
-      << ParseWorkload(*twice).status().message();
-  auto layout = Document::Parse("w.yaml", "task: pretrain\nmicro_batch_size: 2\n");
-  ASSERT_TRUE(layout.ok());
-  EXPECT_NE(ParseWorkload(*layout).status().message().find("w.yaml:2:19: micro_batch_size: a layout setting; give it in --layout"),
-            std::string::npos)
-      << ParseWorkload(*layout).status().message();
-  auto bad = Document::Parse("w.yaml", "task: pretrain\nseq_length: four\n");
-  ASSERT_TRUE(bad.ok());
-  EXPECT_NE(ParseWorkload(*bad).status().message().find("w.yaml:2:13:"), std::string::npos);
+  EXPECT_EQ(ReadWorkload("task: lora\ncutoff_len: 1024\n")->seq_len, 1024);
+  const std::string twice = WorkloadError("task: pretrain\nseq_len: 1024\nmax_seq_length: 2048\n");
+  EXPECT_NE(twice.find("w.yaml:3:1: 'max_seq_length' repeats seq_len"), std::string::npos) << twice;
+  const std::string layout = WorkloadError("task: pretrain\nmicro_batch_size: 2\n");
+  EXPECT_NE(layout.find("w.yaml:2:19: micro_batch_size: a layout setting; give it in --layout"), std::string::npos) << layout;
+  EXPECT_NE(WorkloadError("task: pretrain\nseq_length: four\n").find("w.yaml:2:13:"), std::string::npos);
 }
 
 // Muon by its name and Kimi K2's MuonClip; a plan file keeps it.
@@ -633,15 +610,15 @@ TEST(Workload, Muon) {
   EXPECT_TRUE(ParseOptimizer("MuonClip", &o));
   EXPECT_EQ(o, Optimizer::kMuon);
   EXPECT_FALSE(ParseOptimizer("paged_muon", &o));
-  auto doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: muon\n");
-  ASSERT_TRUE(doc.ok());
-  auto w = ParseWorkload(*doc);
+  auto w = ReadWorkload("task: pretrain\noptimizer: muon\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
   auto back = ReadBack(*w);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->optimizer, Optimizer::kMuon);
 }
 
+// The optimizer's name says how it steps (torch foreach or per tensor), and a plan file
+// keeps it.
 TEST(Workload, OptimizerStepFromTheName) {
   EXPECT_EQ(ParseOptimizerStep("adamw_torch"), OptimizerStep::kForeach);
   EXPECT_EQ(ParseOptimizerStep("adamw_torch_fused"), OptimizerStep::kPerTensor);
@@ -650,9 +627,7 @@ TEST(Workload, OptimizerStepFromTheName) {
   EXPECT_EQ(ParseOptimizerStep("adamw"), OptimizerStep::kAuto);
   EXPECT_EQ(ParseOptimizerStep("paged_adamw_8bit"), OptimizerStep::kAuto);
   for (const char* name : {"adamw_torch", "fusedadam", "adamw"}) {
-    auto doc = Document::Parse("w.yaml", std::string("task: finetune\noptimizer: ") + name + "\n");
-    ASSERT_TRUE(doc.ok());
-    auto w = ParseWorkload(*doc);
+    auto w = ReadWorkload(std::string("task: finetune\noptimizer: ") + name + "\n");
     ASSERT_TRUE(w.ok()) << w.status().message();
     EXPECT_EQ(w->optimizer, Optimizer::kAdamW) << name;
     auto back = ReadBack(*w);

@@ -63,6 +63,15 @@ StatusOr<ModelSpec> FromJson(const std::string& json) {
   return ParseModel(*doc, "test");
 }
 
+// The plan file's model section (ModelToYaml) parses back to the same spec.
+void ExpectReadsBack(const ModelSpec& m) {
+  auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto back = ParseModel(*doc, m.name);
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(m, 0);
+  EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
+}
+
 // A llama with dimensions no real model has: h=1000, 10 heads of 100, 2 KV heads,
 // FFN 3001, 3 layers, vocab 777, untied, attention and MLP biases.
 TEST(OddDimensions, LlamaFromFirstPrinciples) {
@@ -297,11 +306,7 @@ TEST(Families, Chatglm) {
   EXPECT_EQ(CountParams(*g).total, 40 * layer + 2 * 151552LL * 4096 + 4096);
   EXPECT_EQ(CountParams(*g).total, 9'399'951'360);
   EXPECT_EQ(g->kv_heads, 2);
-  auto doc = Document::Parse("model.yaml", ModelToYaml(*g, 0));
-  ASSERT_TRUE(doc.ok());
-  auto back = ParseModel(*doc, g->name);
-  ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(*back, *g) << ModelToYaml(*g, 0);
+  ExpectReadsBack(*g);
 }
 
 // Falcon (modeling_falcon.py), module by module. 7B: one KV head (multi_query), query_key_value
@@ -330,13 +335,7 @@ TEST(Families, Falcon) {
     "vocab_size":50304,"multi_query":false,"parallel_attn":false,"bias":true,"alibi":true})");
   ASSERT_TRUE(rw.ok()) << rw.status().message();
   EXPECT_EQ(rw->norms_per_layer, 2);
-  for (const ModelSpec& m : {*f7, *f40, *rw}) {
-    auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
-    ASSERT_TRUE(doc.ok());
-    auto back = ParseModel(*doc, m.name);
-    ASSERT_TRUE(back.ok()) << back.status().message();
-    EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
-  }
+  for (const ModelSpec& m : {*f7, *f40, *rw}) ExpectReadsBack(m);
 }
 
 // GLM-4.5-Air (zai-org/GLM-4.5-Air config.json, transformers modeling_glm4_moe.py): 46 layers
@@ -371,13 +370,7 @@ TEST(Families, Glm4Moe) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   EXPECT_EQ(CountParams(*g).total, 352'797'814'784 + 89 * 160);
   EXPECT_TRUE(g->qk_norm);
-  for (const ModelSpec& m : {*a, *g}) {
-    auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
-    ASSERT_TRUE(doc.ok());
-    auto back = ParseModel(*doc, m.name);
-    ASSERT_TRUE(back.ok()) << back.status().message();
-    EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
-  }
+  for (const ModelSpec& m : {*a, *g}) ExpectReadsBack(m);
 }
 
 // Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
@@ -418,11 +411,7 @@ TEST(Families, DerivedFeedForwardWidthReadsBack) {
                            R"({"model_type":"gpt2","n_embd":64,"n_layer":1,"n_head":1,"n_inner":100,"vocab_size":8})"}) {
     auto m = FromJson(json);
     ASSERT_TRUE(m.ok()) << m.status().message();
-    auto doc = Document::Parse("model.yaml", ModelToYaml(*m, 0));
-    ASSERT_TRUE(doc.ok());
-    auto back = ParseModel(*doc, m->name);
-    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(*m, 0);
-    EXPECT_EQ(*back, *m) << ModelToYaml(*m, 0);
+    ExpectReadsBack(*m);
   }
 }
 
@@ -437,11 +426,7 @@ TEST(Families, Llama4AndNemotronWriteBack) {
           "num_attention_heads":8,"num_key_value_heads":2,"vocab_size":1000})")}) {
     auto m = FromJson(json);
     ASSERT_TRUE(m.ok()) << m.status().message();
-    auto doc = Document::Parse("model.yaml", ModelToYaml(*m, 0));
-    ASSERT_TRUE(doc.ok()) << doc.status().message();
-    auto back = ParseModel(*doc, m->name);
-    ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(*m, 0);
-    EXPECT_EQ(*back, *m) << ModelToYaml(*m, 0);
+    ExpectReadsBack(*m);
   }
 }
 
@@ -498,15 +483,6 @@ TEST(Families, DeepseekV2Lite) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(CountParams(*m).total, 15'706'484'224);
   EXPECT_EQ(m->attention, AttentionKind::kMla);
-}
-
-// The plan file's model section (ModelToYaml) parses back to the same spec.
-void ExpectReadsBack(const ModelSpec& m) {
-  auto doc = Document::Parse("model.yaml", ModelToYaml(m, 0));
-  ASSERT_TRUE(doc.ok()) << doc.status().message();
-  auto back = ParseModel(*doc, m.name);
-  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << ModelToYaml(m, 0);
-  EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
 }
 
 // InternLM2.5 (internlm/internlm2_5-7b config.json, remote code modeling_internlm2.py): h 4096,
