@@ -203,12 +203,19 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   switch (ctx.r.loss) {
     case LossKind::kChunked: {
       // torchtune CEWithChunkedOutputLoss: the head runs per chunk and all bf16 chunks exist
-      // at once (2 B); each chunk is upcast alone, and cross-entropy saves its fp32
-      // log-softmax (4 B) -- or, compiled, the bf16 input it recomputes that from (2 B).
-      const double saved = ctx.r.compile ? 2 : 4;
-      return {2 + saved + 4.0 / kLossChunks, 0, saved + 10.0 / kLossChunks,
-              "chunked loss: bf16 logits + saved log-softmax + one chunk's fp32 upcast",
-              "chunked loss backward: the saved chunks + one chunk's fp32 and bf16 grads"};
+      // at once (2 B). Eager, each chunk is upcast alone (fp32 input and output of one
+      // log-softmax at a time) and cross-entropy saves its fp32 log-softmax (4 B); backward
+      // holds those, and one chunk's fp32 and bf16 grads. Compiled (torchtune compiles
+      // compute_cross_entropy alone, training/_compile.py compile_loss), the kernel reads the
+      // bf16 chunk, fuses the upcast and saves that same chunk and a per-token logsumexp, so
+      // nothing beyond the chunks stays; its backward writes one chunk's bf16 grad as it frees
+      // that chunk.
+      if (ctx.r.compile)
+        return {2, 8, 2 + 2.0 / kLossChunks, "chunked loss, compiled: bf16 logit chunks + per-token max and logsumexp",
+                "chunked loss backward, compiled: the saved bf16 chunks + one chunk's bf16 grad"};
+      return {2 + 4 + 8.0 / kLossChunks, 0, 4 + 10.0 / kLossChunks,
+              "chunked loss: bf16 logits + saved fp32 log-softmax + one chunk's fp32 upcast and log-softmax",
+              "chunked loss backward: the saved fp32 log-softmax + one chunk's fp32 and bf16 grads"};
     }
     case LossKind::kCompiled:
     case LossKind::kKernel:
