@@ -6,6 +6,7 @@
 
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
+#include "planner/recipe.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
 
@@ -118,6 +119,7 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
                   "with the date of yours, or mbs=1";
     p.assumed.push_back("mbs: " + std::to_string(resolved.mbs) + " (" + why + ")");
   }
+  if (p.workload.task == Task::kInference) ResolveServingProfile(p.workload, p.cluster.gpu, &p.assumed);
   p.memory_options = in.memory;
   return p;
 }

@@ -36,6 +36,14 @@ constexpr int64_t kVllmBatchedTokens = 8192;
 constexpr int64_t kVllmMaxSeqs = 256;
 constexpr int64_t kVllmMaxSeqsLargeGpu = 1024;
 constexpr int64_t kVllmBlockTokens = 16;
+// vLLM v0.8.0 (2025-03-18) made the V1 engine the default (PR #13726). V0's scheduler
+// (vllm/config.py SchedulerConfig) profiles max(max_model_len, 2048) tokens without chunked
+// prefill and 2048 with it, and V0 turns chunked prefill on by itself only above 32,768 tokens
+// of max_model_len (vllm#10517 on one RTX 3090: 29k refuses to start, 35k and 45k start).
+// Its sampler profile takes max_num_seqs = 256 on every card.
+constexpr int32_t kVllmV1Default = 20250318;
+constexpr int64_t kVllmV0MinBatchedTokens = 2048;
+constexpr int64_t kVllmV0LongContext = 32768;
 
 // Dropless MoE routing with a load-balancing loss is never perfectly balanced: the busiest
 // expert-parallel rank, which paces the step and sets the peak, receives about this share

@@ -7,12 +7,12 @@
 #include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
+#include "planner/recipe.h"
 #include "planner/units.h"
 
 namespace shardplan {
 namespace {
 
-constexpr int64_t kProfileTokens = defaults::kVllmBatchedTokens;
 constexpr int64_t kBlock = defaults::kVllmBlockTokens;
 // vLLM V1's profile ends with a dummy sampler run over max_num_seqs requests: whole-vocabulary
 // logits (gathered on every TP rank), their fp32 copy, the softmax and the top-k/top-p sort's
@@ -25,12 +25,6 @@ constexpr double kSamplerBytesPerLogit = 15.5;
 // itself is outside its budget): 0.24-0.27 GiB on one GPU in the same logs (cuBLASLt and
 // attention-backend workspaces, compiled-graph state).
 constexpr int64_t kVllmNonTorchBase = 256 * kMiB;
-
-// Sequences vLLM's sampler is profiled for on this GPU (framework_defaults.h).
-int64_t ProfiledSequences(const GpuSpec& g) {
-  return UsableMemory(g) >= 70 * kGiB && g.compute_capability != 80 ? defaults::kVllmMaxSeqsLargeGpu
-                                                                     : defaults::kVllmMaxSeqs;
-}
 
 }  // namespace
 
@@ -80,7 +74,8 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
   // last stage the dummy sampler run that follows, whichever is larger.
   const double t = l.tp;
-  const int64_t batched = ctx.w.inference.max_num_batched_tokens > 0 ? ctx.w.inference.max_num_batched_tokens : kProfileTokens;
+  const ServingProfile profile = ResolveServingProfile(ctx.w, ctx.c.gpu);
+  const int64_t batched = profile.tokens;
   const double tokens = static_cast<double>(std::min<int64_t>(batched, std::max<int64_t>(context * l.batch, 1)));
   // A dense MLP peaks with gate_up's 2f outputs and SiluAndMul's f beside the residual stream,
   // the hidden state and its norm: 3f + 3h per token. vLLM V0's logs for Llama-3.1-8B on an
@@ -94,7 +89,7 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
             static_cast<double>(m.q_width() + 2 * m.kv_width()) / t
       : 3 * static_cast<double>(m.intermediate) / t + 3 * h;
   const double forward = tokens * width * 2;
-  const double sampler = s.last ? kSamplerBytesPerLogit * static_cast<double>(ProfiledSequences(ctx.c.gpu)) *
+  const double sampler = s.last ? kSamplerBytesPerLogit * static_cast<double>(profile.sequences) *
                                       static_cast<double>(m.vocab)
                                 : 0;
   out.push_back({"activation_workspace", static_cast<int64_t>(std::max(forward, sampler)), 4, Phase::kForward,

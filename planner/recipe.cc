@@ -1,6 +1,9 @@
 #include "planner/recipe.h"
 
+#include <algorithm>
+
 #include "planner/framework_defaults.h"
+#include "planner/units.h"
 
 namespace shardplan {
 namespace {
@@ -204,6 +207,29 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
            "and shardplan's emitted config does: a second reduce bucket; DeepSpeed alone leaves it off below stage 3: "
            "say overlap_comm: false)");
   return r;
+}
+
+ServingProfile ResolveServingProfile(const Workload& w, const GpuSpec& gpu, std::vector<std::string>* assumed) {
+  const InferenceSpec& inf = w.inference;
+  const int64_t len = w.context_len();
+  const ServingProfile v1{defaults::kVllmBatchedTokens,
+                          UsableMemory(gpu) >= 70 * kGiB && gpu.compute_capability != 80 ? defaults::kVllmMaxSeqsLargeGpu
+                                                                                          : defaults::kVllmMaxSeqs};
+  const ServingProfile v0{len > defaults::kVllmV0LongContext ? defaults::kVllmV0MinBatchedTokens
+                                                             : std::max(len, defaults::kVllmV0MinBatchedTokens),
+                          defaults::kVllmMaxSeqs};
+  ServingProfile p = ReleaseAtLeast(w, defaults::kVllmV1Default) ? v1
+                     : w.release > 0                              ? v0
+                                                                  : ServingProfile{std::max(v0.tokens, v1.tokens),
+                                                                                   std::max(v0.sequences, v1.sequences)};
+  if (inf.max_num_batched_tokens > 0) {
+    p.tokens = inf.max_num_batched_tokens;
+  } else if (assumed && w.release == 0 && inf.engine == ServingEngine::kVllm && v0.tokens > v1.tokens) {
+    assumed->push_back("max_num_batched_tokens: " + std::to_string(p.tokens) +
+                       " (vLLM before 0.8.0, the V0 engine, profiled max_model_len tokens without chunked prefill; V1 "
+                       "profiles 8192: say release: with your vLLM's date, or max_num_batched_tokens)");
+  }
+  return p;
 }
 
 }  // namespace shardplan

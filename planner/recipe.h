@@ -30,6 +30,18 @@ struct TrainingRecipe {
                                      // sqrt(exp_avg_sq) spans every local param at the step
 };
 
+// What vLLM's startup profile runs before it sizes the KV pool: a forward over `tokens`
+// (--max-num-batched-tokens) and a sampler pass over `sequences` (max_num_seqs). V1 (vLLM
+// 0.8.0 on) profiles 8,192 tokens and, on cards of 70 GiB and more other than the A100, 1,024
+// sequences; V0 profiled max_model_len tokens (at least 2,048) up to 32k, and 256 sequences.
+// With no release stated the larger of the two is taken, and `assumed` (may be null) says so
+// where they differ.
+struct ServingProfile {
+  int64_t tokens = 0;
+  int64_t sequences = 0;
+};
+ServingProfile ResolveServingProfile(const Workload& w, const GpuSpec& gpu, std::vector<std::string>* assumed = nullptr);
+
 // Chunks torchtune's CEWithChunkedOutputLoss splits the logits into (num_output_chunks=8,
 // torchtune/modules/loss/ce_chunked_output_loss.py).
 constexpr int kLossChunks = 8;

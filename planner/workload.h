@@ -62,8 +62,7 @@ struct InferenceSpec {
   double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction (SGLang: mem_fraction_static)
   ServingEngine engine = ServingEngine::kVllm;
   // Tokens in vLLM's profile forward (--max-num-batched-tokens); 0 = the engine's default,
-  // 8,192 with chunked prefill. vLLM V0 without chunked prefill (max_model_len <= 32k)
-  // profiled max_model_len tokens.
+  // by release (ServingProfile in recipe.h).
   int64_t max_num_batched_tokens = 0;
   bool operator==(const InferenceSpec&) const = default;
 };

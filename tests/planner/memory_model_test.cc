@@ -7,6 +7,7 @@
 #include "planner/io/model_reader.h"
 #include "planner/memory_model.h"
 #include "planner/memory_terms.h"
+#include "planner/recipe.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
 
@@ -149,9 +150,10 @@ TEST(Inference, VllmProfileMatchesLoggedKvTokens) {
 
 // vLLM V0 without chunked prefill profiled max_model_len tokens: Llama-3.1-8B on an RTX 3090
 // at 0.90 logs peak_torch_memory 17.06 GiB over 14.99 GiB of weights for 20,000 tokens and
-// 17.98 GiB for 29,000, and 1952 and 1478 KV blocks of 16 (vllm#10517). The profile's layer
-// (gate_up's 2f and SiluAndMul's f beside 3h) reproduces both, and at 29,000 one sequence
-// no longer fits its own KV cache, as the engine said.
+// 17.98 GiB for 29,000, and 1952 and 1478 KV blocks of 16 (vllm#10517, 2024-12-02, a V0
+// release). The profile's layer (gate_up's 2f and SiluAndMul's f beside 3h) reproduces both,
+// and at 29,000 one sequence no longer fits its own KV cache, as the engine said. With no
+// release stated the larger V0 profile is priced; from 0.8.0 (2025-03-18) V1 profiles 8,192.
 TEST(Inference, ProfiledBatchedTokensSizeTheActivationPeak) {
   auto doc = Document::Parse("c.yaml", "gpus_per_node: 1\ngpu: RTX 3090\n");
   ASSERT_TRUE(doc.ok());
@@ -164,17 +166,52 @@ TEST(Inference, ProfiledBatchedTokensSizeTheActivationPeak) {
     double peak_minus_weights_gib;
     int64_t logged_kv_tokens;
   };
-  for (const Row& r : {Row{20'000, 17.06 - 14.99, 1952 * 16}, Row{29'000, 17.98 - 14.99, 1478 * 16}}) {
-    Workload w = Serve(r.tokens, 0.90);
-    w.inference.max_num_batched_tokens = r.tokens;
-    const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
-    EXPECT_NEAR(static_cast<double>(Term(e, "activation_workspace")) / kGiB, r.peak_minus_weights_gib, 0.02) << r.tokens;
-    EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_kv_tokens, 0.03 * r.logged_kv_tokens) << r.tokens;
-    EXPECT_EQ(e.kv.max_kv_tokens >= r.tokens, r.tokens == 20'000);
+  for (int32_t release : {20241202, 0}) {
+    for (const Row& r : {Row{20'000, 17.06 - 14.99, 1952 * 16}, Row{29'000, 17.98 - 14.99, 1478 * 16}}) {
+      Workload w = Serve(r.tokens, 0.90);
+      w.release = release;
+      const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+      EXPECT_NEAR(static_cast<double>(Term(e, "activation_workspace")) / kGiB, r.peak_minus_weights_gib, 0.02) << r.tokens;
+      EXPECT_NEAR(static_cast<double>(e.kv.max_kv_tokens), r.logged_kv_tokens, 0.03 * r.logged_kv_tokens) << r.tokens;
+      EXPECT_EQ(e.kv.max_kv_tokens >= r.tokens, r.tokens == 20'000);
+    }
   }
-  // Unstated, the profile is V1's 8,192 chunked-prefill tokens.
-  const MemoryEstimate v1 = EstimateMemory(m, Serve(29'000, 0.90), Resolve(m, Serve(29'000, 0.90), c, "tp=1"), c);
-  EXPECT_NEAR(static_cast<double>(Term(v1, "activation_workspace")), 8192.0 * (3 * 14336 + 3 * 4096) * 2, 1);
+  const double per_token = (3 * 14336 + 3 * 4096) * 2;
+  auto workspace = [&](int32_t release, int64_t batched) {
+    Workload w = Serve(29'000, 0.90);
+    w.release = release;
+    w.inference.max_num_batched_tokens = batched;
+    return static_cast<double>(Term(EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c), "activation_workspace"));
+  };
+  EXPECT_NEAR(workspace(20250318, 0), 8192 * per_token, 1);   // V1 from 0.8.0
+  EXPECT_NEAR(workspace(20250301, 0), 29000 * per_token, 1);  // March 2025 before it: V0
+  EXPECT_NEAR(workspace(20241202, 8192), 8192 * per_token, 1);  // the flag wins
+}
+
+// V0 turned chunked prefill on by itself above 32k tokens and then profiled 2,048 (the same
+// report's 35k and 45k runs start); V1 profiles its sampler over 1,024 sequences on an H100,
+// V0 over 256. Only where V0's profile is the larger does the estimate say what it assumed.
+TEST(Inference, ServingProfileByRelease) {
+  const GpuSpec h100 = Cluster("dgx-h100").gpu;
+  auto profile = [&](int64_t len, int32_t release, std::vector<std::string>* assumed = nullptr) {
+    Workload w = Serve(len, 0.90);
+    w.release = release;
+    return ResolveServingProfile(w, h100, assumed);
+  };
+  EXPECT_EQ(profile(40'000, 20241202).tokens, 2048);
+  EXPECT_EQ(profile(1'000, 20241202).tokens, 2048);
+  EXPECT_EQ(profile(20'000, 20241202).sequences, 256);
+  EXPECT_EQ(profile(20'000, 20250601).tokens, 8192);
+  EXPECT_EQ(profile(20'000, 20250601).sequences, 1024);
+  std::vector<std::string> assumed;
+  const ServingProfile unstated = profile(20'000, 0, &assumed);
+  EXPECT_EQ(unstated.tokens, 20'000);
+  EXPECT_EQ(unstated.sequences, 1024);
+  ASSERT_EQ(assumed.size(), 1u);
+  EXPECT_NE(assumed[0].find("max_num_batched_tokens: 20000 (vLLM before 0.8.0"), std::string::npos) << assumed[0];
+  assumed.clear();
+  EXPECT_EQ(profile(4'096, 0, &assumed).tokens, 8192);
+  EXPECT_TRUE(assumed.empty());
 }
 
 // SGLang's mem_fraction_static covers weights and KV alone: Qwen3-235B-A22B FP8 on 4 x H100
