@@ -213,6 +213,11 @@ void AttentionCore(const LayerShape& x, Forward* f) {
     const double kernel_keys = x.cp > 1 ? std::min(keys, 2 * x.seq / (3.0 * x.cp)) : keys;
     const double length = kernel_keys / (kernel_keys + kAttentionKeysHalf);
     f->attn += aligned * flops / (x.hw.peak16 * x.hw.attention * length);
+    // DSA's indexer scores every earlier token with its own heads (q.k only, replicated over
+    // TP), which is what lets attention itself stay at index_topk keys.
+    if (m.index_heads > 0)
+      f->attn += 2 * x.tokens * x.seq / 2 * static_cast<double>(m.index_heads * m.index_head_dim) /
+                 (x.hw.peak16 * x.hw.attention);
     return;
   }
   // Materialized scores: batched QK^T (k = head dim) and AV GEMMs per head, plus the
@@ -318,6 +323,12 @@ double VDim(const ModelSpec& m) { return m.attention == AttentionKind::kMla ? m.
 
 double AttendedKeys(const ModelSpec& m, double s, bool causal_skip) {
   const double full = causal_skip ? s / 2 : s;
+  if (m.index_topk > 0) {
+    // DSA: each query attends to the index_topk keys its indexer picks, all of them while
+    // fewer exist; over a causal sequence of s > k tokens that averages k - k^2 / (2 s).
+    const double k = static_cast<double>(m.index_topk);
+    return causal_skip ? (s <= k ? full : k - k * k / (2 * s)) : std::min(s, k);
+  }
   if (m.sliding_window <= 0) return full;
   const double window = std::min(full, static_cast<double>(m.sliding_window));
   const double sliding_share =

@@ -31,8 +31,12 @@ constexpr int64_t kVllmNonTorchBase = 256 * kMiB;
 int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s) {
   const ModelSpec& m = ctx.m;
   const double bytes = DtypeBytes(ctx.l.kv_cache);
-  if (m.attention == AttentionKind::kMla)  // one latent + rope key per layer, replicated over TP
-    return static_cast<int64_t>(s.layers * static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * bytes);
+  if (m.attention == AttentionKind::kMla) {  // one latent + rope key per layer, replicated over TP
+    // DSA's indexer keeps its own key per token: fp8, with an fp32 scale per 128 elements
+    // (vLLM DeepseekV32IndexerCache: head_dim + head_dim / quant_block_size * 4 bytes).
+    const double indexer = m.index_heads > 0 ? m.index_head_dim + m.index_head_dim / 128 * 4.0 : 0;
+    return static_cast<int64_t>(s.layers * (static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * bytes + indexer));
+  }
   const int64_t kv_per_rank = std::max<int64_t>(1, m.kv_heads / ctx.l.tp);  // replicated when kv < tp
   return static_cast<int64_t>(2.0 * s.layers * kv_per_rank * m.head_dim * bytes);
 }

@@ -40,7 +40,11 @@ int64_t AttentionParams(const ModelSpec& m) {
                  m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim);
     int64_t o = a * m.v_head_dim * h;
     int64_t bias = m.qkv_bias ? (m.q_lora_rank > 0 ? m.q_lora_rank : 0) + m.kv_lora_rank + m.qk_rope_head_dim : 0;
-    return q + kv + o + bias + (m.o_bias ? h : 0);
+    // The DSA indexer (transformers modeling_deepseek_v32.py Indexer): wq_b from the q latent,
+    // wk from h, a LayerNorm on the key (weight and bias), weights_proj to one weight per head.
+    const int64_t d = m.index_head_dim, n = m.index_heads;
+    const int64_t indexer = n > 0 ? (m.q_lora_rank > 0 ? m.q_lora_rank : h) * n * d + h * d + 2 * d + h * n : 0;
+    return q + kv + o + bias + (m.o_bias ? h : 0) + indexer;
   }
   // ecosystem.md 4.2 "Attention (GQA)": h*a*d + 2*h*k*d + a*d*h
   int64_t p = h * m.q_width() + 2 * h * m.kv_width() + m.q_width() * h;

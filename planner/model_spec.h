@@ -97,6 +97,12 @@ struct ModelSpec {
   int64_t qk_rope_head_dim = 0;
   int64_t v_head_dim = 0;
   int64_t mtp_layers = 0;           // num_nextn_predict_layers: not counted in the totals
+  // DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): index_heads heads of
+  // index_head_dim score every earlier token and each query attends to the index_topk best.
+  // 0 = dense attention.
+  int64_t index_heads = 0;
+  int64_t index_head_dim = 0;
+  int64_t index_topk = 0;
 
   CheckpointQuant quant;            // quantization_config, when the checkpoint ships one
 

@@ -37,6 +37,13 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"gemma3_text", {262208, 2304, 9216, 26, 8, 4, 256, 131072, true, "Gemma3DecoderLayer"}},
       {"deepseek_v3", {129280, 7168, 18432, 61, 128, 128, 0, 4096, false, "DeepseekV3DecoderLayer"}},
       {"deepseek_v2", {102400, 4096, 11008, 30, 32, 32, 0, 2048, false, "DeepseekV2DecoderLayer"}},
+      // DeepSeek-V3.2 and GLM-5 (transformers DeepseekV32Config, GlmMoeDsaConfig): MLA and
+      // DeepSeek MoE with the DSA lightning indexer in every layer.
+      {"deepseek_v32", {129280, 7168, 18432, 61, 128, 128, 0, 163840, false, "DeepseekV32DecoderLayer"}},
+      {"glm_moe_dsa", {154880, 6144, 12288, 78, 64, 64, 0, 202752, false, "GlmMoeDsaDecoderLayer"}},
+      // MiniMaxM2Config (MiniMax-M2 / M2.1): GQA with q/k RMSNorms over the whole projections,
+      // every layer MoE (intermediate_size is the expert's), a biased sigmoid router.
+      {"minimax_m2", {200064, 3072, 1536, 62, 48, 8, 128, 196608, false, "MiniMaxM2DecoderLayer"}},
       {"gpt2", {50257, 768, 0, 12, 12, 0, 0, 1024, true, "GPT2Block"}},
       {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
@@ -105,7 +112,8 @@ const std::vector<std::string> kCommonKeys = {
     "do_layer_norm_before", "use_parallel_residual", "d_model", "n_heads", "n_layers", "expansion_ratio",
     "max_seq_len", "no_bias", "hidden_activation", "activation_function", "use_bias",
     "quantization_config", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
-    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "partial_rotary_factor", "ffn_hidden_size", "num_mtp_layers",
+    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "index_n_heads", "index_head_dim", "index_topk",
+    "use_routing_bias", "partial_rotary_factor", "ffn_hidden_size", "num_mtp_layers",
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
     "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
@@ -224,6 +232,15 @@ Status ReadQwenMoe(const Reader& r, ModelSpec& m, int64_t experts, int64_t topk,
 // DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
 // (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
 // routing without a correction bias, the first layer dense).
+// The DSA lightning indexer of DeepSeek-V3.2 and GLM-5 (index_n_heads, index_head_dim,
+// index_topk; transformers' class defaults are DeepSeek-V3.2's).
+Status ReadIndexer(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.index_heads, r.Int("index_n_heads", 64, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.index_head_dim, r.Int("index_head_dim", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.index_topk, r.Int("index_topk", 2048, 1, int64_t{1} << 34));
+  return Status::Ok();
+}
+
 Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   m.attention = AttentionKind::kMla;
   m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
@@ -864,6 +881,29 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 128, 8, 768));
   } else if (*type == "deepseek_v3" || *type == "deepseek_v2") {
     SP_RETURN_IF_ERROR(ReadDeepseek(r, m, *type == "deepseek_v2"));
+  } else if (*type == "deepseek_v32" || *type == "glm_moe_dsa") {
+    // DeepSeek-V3.2's layers; GLM-5's router always keeps its correction bias (GlmMoeDsaTopkRouter).
+    SP_RETURN_IF_ERROR(ReadDeepseek(r, m, false));
+    SP_RETURN_IF_ERROR(ReadIndexer(r, m));
+    if (*type == "glm_moe_dsa") {  // GlmMoeDsaConfig's own MLA widths where a config leaves them out
+      SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 2048, 0, kMaxDim));
+      SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 192, 0, 1 << 16));
+      SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 256, 1, 1 << 16));
+      SP_ASSIGN_OR_RETURN(m.index_heads, r.Int("index_n_heads", 32, 1, 1 << 16));
+      m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+      m.router_bias = true;
+    }
+  } else if (*type == "minimax_m2") {
+    // transformers modeling_minimax_m2.py: q_norm and k_norm over heads x d and KV heads x d;
+    // num_local_experts of intermediate_size, no shared expert; the router's
+    // e_score_correction_bias (use_routing_bias). The MTP modules are not built.
+    // MiniMax-M2 counts 228,689,764,864 parameters ("230B total").
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 256, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.qk_norm_whole, r.Bool("use_qk_norm", true));
+    SP_ASSIGN_OR_RETURN(m.router_bias, r.Bool("use_routing_bias", true));
+    m.expert_intermediate = m.intermediate;
+    MarkAllMoe(m);
   } else if (*type == "llama4_text") {
     SP_RETURN_IF_ERROR(ReadLlama4(r, m));
   } else if (*type == "glm4_moe") {

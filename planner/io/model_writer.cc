@@ -195,7 +195,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("moe_intermediate_size", m.expert_intermediate);
     MoeLayers(o, m);
     if (t == "qwen2_moe") o.Key("shared_expert_intermediate_size", m.shared_intermediate);
-  } else if (t == "deepseek_v3" || t == "deepseek_v2") {
+  } else if (t == "deepseek_v3" || t == "deepseek_v2" || t == "deepseek_v32" || t == "glm_moe_dsa") {
     // The reader's rule: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq
     // == 0. Written as the first MoE layer and the gap to the next one, which reads back to
     // the same layers.
@@ -221,6 +221,17 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("moe_layer_freq", freq);
     o.Key("topk_method", m.router_bias ? "noaux_tc" : "greedy");
     o.Key("num_nextn_predict_layers", m.mtp_layers);
+    if (m.index_heads > 0) {
+      o.Key("index_n_heads", m.index_heads);
+      o.Key("index_head_dim", m.index_head_dim);
+      o.Key("index_topk", m.index_topk);
+    }
+  }
+  if (t == "minimax_m2") {
+    o.Key("num_local_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Bool("use_qk_norm", m.qk_norm_whole);
+    o.Bool("use_routing_bias", m.router_bias);
   }
   if (t == "glm4_moe") {
     int64_t first_dense = 0;  // the reader's rule: every layer from first_k_dense_replace on is MoE

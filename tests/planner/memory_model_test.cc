@@ -107,6 +107,13 @@ TEST(Inference, KvBytesPerToken) {
   MemoryEstimate d = EstimateMemory(ds, w, Resolve(ds, w, c, "tp=8"), c);
   EXPECT_EQ(d.kv.kv_bytes_per_token_model, 70'272);
   EXPECT_EQ(d.kv.kv_bytes_per_token, 70'272);  // the latent is replicated across TP ranks
+  // DeepSeek-V3.2's DSA indexer caches a 128-wide fp8 key and its fp32 scale per token per
+  // layer beside the latent (vLLM DeepseekV32IndexerCache): 61 x (576 x 2 + 132).
+  ModelSpec v32 = ds;
+  v32.index_heads = 64;
+  v32.index_head_dim = 128;
+  v32.index_topk = 2048;
+  EXPECT_EQ(EstimateMemory(v32, w, Resolve(v32, w, c, "tp=8"), c).kv.kv_bytes_per_token, 61 * (576 * 2 + 132));
 }
 
 // vLLM sizes its KV pool from what CUDA can allocate (torch.cuda.mem_get_info's total), not

@@ -373,6 +373,54 @@ TEST(Families, Glm4Moe) {
   for (const ModelSpec& m : {*a, *g}) ExpectReadsBack(m);
 }
 
+// DeepSeek Sparse Attention adds a lightning indexer to every MLA layer: wq_b from the q
+// latent (index_n_heads x index_head_dim rows), wk from h, a LayerNorm on the key (weight and
+// bias) and weights_proj (one weight per index head). DeepSeek-V3.2 (DeepseekV32Config's
+// defaults, its published dimensions) counts 671,877,929,216 parameters in transformers 5.23
+// on the meta device, and GLM-5 (GlmMoeDsaConfig: 78 layers, hidden 6,144, q latent 2,048,
+// 32 index heads) 743,911,199,232, each with its routers' e_score_correction_bias kept as
+// buffers beside them: 58 x 256 and 75 x 256. MiniMax-M2 (its published config, FP8
+// checkpoint): 62 layers of GQA with q/k norms over the whole projections and 256 experts of
+// 1,536, top-8, a biased router: 228,689,748,992 + 62 x 256.
+TEST(Families, SparseAttentionAndMiniMax) {
+  auto v32 = FromJson(R"({"architectures":["DeepseekV32ForCausalLM"],"model_type":"deepseek_v32","hidden_size":7168,
+    "index_head_dim":128,"index_n_heads":64,"index_topk":2048,"intermediate_size":18432,"kv_lora_rank":512,
+    "first_k_dense_replace":3,"moe_intermediate_size":2048,"moe_layer_freq":1,"n_group":8,"n_routed_experts":256,
+    "n_shared_experts":1,"num_attention_heads":128,"num_experts_per_tok":8,"num_hidden_layers":61,
+    "num_key_value_heads":128,"num_nextn_predict_layers":1,"q_lora_rank":1536,"qk_nope_head_dim":128,
+    "qk_rope_head_dim":64,"v_head_dim":128,"vocab_size":129280,"topk_method":"noaux_tc","scoring_func":"sigmoid",
+    "tie_word_embeddings":false,"max_position_embeddings":163840})");
+  ASSERT_TRUE(v32.ok()) << v32.status().message();
+  EXPECT_EQ(CountParams(*v32).total, 671'877'929'216 + 58 * 256);
+  // The indexer is the whole difference from DeepSeek-V3 of the same widths.
+  ModelSpec v3 = *v32;
+  v3.index_heads = v3.index_head_dim = v3.index_topk = 0;
+  EXPECT_EQ(CountParams(*v32).total - CountParams(v3).total, 61 * (1536LL * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64));
+  EXPECT_EQ(v32->index_topk, 2048);
+  auto glm5 = FromJson(R"({"model_type":"glm_moe_dsa","hidden_size":6144,"intermediate_size":12288,
+    "moe_intermediate_size":2048,"num_hidden_layers":78,"num_attention_heads":64,"num_key_value_heads":64,
+    "n_routed_experts":256,"n_shared_experts":1,"num_experts_per_tok":8,"first_k_dense_replace":3,"vocab_size":154880,
+    "index_n_heads":32,"index_head_dim":128,"index_topk":2048,"num_nextn_predict_layers":1})");
+  ASSERT_TRUE(glm5.ok()) << glm5.status().message();
+  EXPECT_EQ(glm5->q_lora_rank, 2048);  // GlmMoeDsaConfig's MLA widths where the file leaves them out
+  EXPECT_EQ(glm5->v_head_dim, 256);
+  EXPECT_TRUE(glm5->router_bias);
+  EXPECT_EQ(CountParams(*glm5).total, 743'911'199'232 + 75 * 256);
+  auto mm2 = FromJson(R"({"architectures":["MiniMaxM2ForCausalLM"],"attn_type_list":[1,1],"head_dim":128,
+    "hidden_act":"silu","hidden_size":3072,"intermediate_size":1536,"max_position_embeddings":196608,
+    "model_type":"minimax_m2","mtp_transformer_layers":1,"num_attention_heads":48,"num_experts_per_tok":8,
+    "num_hidden_layers":62,"num_key_value_heads":8,"num_local_experts":256,"num_mtp_modules":3,
+    "qk_norm_type":"per_layer","rotary_dim":64,"scoring_func":"sigmoid","shared_intermediate_size":0,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16","use_mtp":true,"use_qk_norm":true,"use_routing_bias":true,
+    "vocab_size":200064,"quantization_config":{"activation_scheme":"dynamic","fmt":"float8_e4m3fn","quant_method":"fp8",
+    "weight_block_size":[128,128],"modules_to_not_convert":["gate","e_score_correction_bias","lm_head"]}})");
+  ASSERT_TRUE(mm2.ok()) << mm2.status().message();
+  EXPECT_EQ(CountParams(*mm2).total, 228'689'748'992 + 62 * 256);
+  EXPECT_EQ(CountParams(*mm2).active, CountParams(*mm2).total - 62 * 248 * 3 * 3072LL * 1536);
+  EXPECT_TRUE(mm2->quant.quantized());
+  for (const ModelSpec& m : {*v32, *glm5, *mm2}) ExpectReadsBack(m);
+}
+
 // Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
 // DeepSeek-V3's architecture with 384 experts and 64 heads, which transformers reads as
 // deepseek_v3: 1,026,408,209,408 parameters there, plus 60 x 384 router biases (buffers);

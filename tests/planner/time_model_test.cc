@@ -175,6 +175,18 @@ TEST(FlopsPerToken, SlidingWindowCapsTheAttendedKeys) {
   EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(m, 8192), 6 * n + 12.0 * 32 * 4096 * 1024);
 }
 
+// DSA: a query attends to the index_topk keys its indexer picks; over a causal 128k sequence
+// that averages 2048 - 2048^2 / (2 x 131072) = 2032 keys, and every key while fewer exist.
+TEST(FlopsPerToken, SparseAttentionCapsTheAttendedKeys) {
+  ModelSpec m = Llama2_7B();
+  m.index_topk = 2048;
+  EXPECT_DOUBLE_EQ(AttendedKeys(m, 131072, true), 2032);
+  EXPECT_DOUBLE_EQ(AttendedKeys(m, 4096, true), 2048 - 2048.0 * 2048 / (2 * 4096));
+  EXPECT_DOUBLE_EQ(AttendedKeys(m, 2048, true), 1024);
+  EXPECT_DOUBLE_EQ(AttendedKeys(m, 100000, false), 2048);  // decoding over a long context
+  EXPECT_DOUBLE_EQ(AttendedKeys(m, 1000, false), 1000);
+}
+
 TEST(FlopsPerToken, LoraSkipsWeightGradients) {
   Workload w = Pretrain(4096, 8);
   w.task = Task::kLora;
