@@ -213,11 +213,12 @@ void AttentionCore(const LayerShape& x, Forward* f) {
     const double kernel_keys = x.cp > 1 ? std::min(keys, 2 * x.seq / (3.0 * x.cp)) : keys;
     const double length = kernel_keys / (kernel_keys + kAttentionKeysHalf);
     f->attn += aligned * flops / (x.hw.peak16 * x.hw.attention * length);
-    // DSA's indexer scores every earlier token with its own heads (q.k only, replicated over
-    // TP), which is what lets attention itself stay at index_topk keys.
+    // DSA's indexer scores every earlier token with its own heads, q.k only, in FP8 (DeepSeek
+    // V3.2 report; DeepGEMM's fp8_mqa_logits), and every TP rank scores them all, since the
+    // top-k it picks serves all heads. That is what lets attention itself stay at index_topk keys.
     if (m.index_heads > 0)
       f->attn += 2 * x.tokens * x.seq / 2 * static_cast<double>(m.index_heads * m.index_head_dim) /
-                 (x.hw.peak16 * x.hw.attention);
+                 (x.hw.peak8 * x.hw.attention);
     return;
   }
   // Materialized scores: batched QK^T (k = head dim) and AV GEMMs per head, plus the
@@ -275,6 +276,7 @@ Hw HardwareFor(const GpuSpec& g, Dtype p, AttentionImpl attention) {
   hw.sms = SmCount(g);
   hw.peak = PeakFor(g, p);
   hw.peak16 = Peak16(g) > 0 ? Peak16(g) : hw.peak;
+  hw.peak8 = g.fp8_flops > 0 ? g.fp8_flops : hw.peak16;
   hw.bw = g.memory_bandwidth;
   const double clock = PowerClockFactor(g);
   hw.ceiling = Ceiling(g.compute_capability, p) * clock;

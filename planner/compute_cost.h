@@ -21,6 +21,8 @@ struct Hw {
   double peak = 0;       // FLOP/s of the matmul precision (fp8 or 16-bit)
   double peak16 = 0;     // FLOP/s of what fp8 leaves unquantized (attention, LM head):
                          // 16-bit, or fp32 when the run trains in fp32
+  double peak8 = 0;      // FP8 FLOP/s where the GPU has them (else peak16): kernels that are
+                         // always FP8 whatever the run's precision (DSA's indexer)
   double bw = 0;         // HBM bytes/s
   double ceiling = 0;    // GEMM efficiency ceiling in the matmul precision
   double ceiling16 = 0;  // same for peak16

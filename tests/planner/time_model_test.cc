@@ -368,6 +368,24 @@ Layout FsdpLayout(int dp) {
   return l;
 }
 
+// DSA's step: attention over index_topk keys plus the indexer's FP8 scoring of every earlier
+// key. Here the indexer's 64 x 128 scores are as wide as this model's 32 x (128 + 128)
+// attention, at twice the rate, so at 128k tokens (attention most of the step) DSA runs
+// between 1.5x and 2x as fast; at 4k, where top-2048 is most of the keys, the two are close.
+TEST(StepTime, SparseAttentionPaysOffAtLongContext) {
+  ModelSpec dense = Llama2_7B(), dsa = Llama2_7B();
+  dsa.index_heads = 64;
+  dsa.index_head_dim = 128;
+  dsa.index_topk = 2048;
+  auto tps = [](const ModelSpec& m, int64_t seq) {
+    return EstimateTime(m, Pretrain(seq, 8), FsdpLayout(8), DgxH100(1)).tokens_per_second_per_gpu;
+  };
+  const double long_gain = tps(dsa, 131072) / tps(dense, 131072);
+  EXPECT_GT(long_gain, 1.5);
+  EXPECT_LT(long_gain, 2);
+  EXPECT_NEAR(tps(dsa, 4096) / tps(dense, 4096), 1, 0.1);
+}
+
 // MPT-7B as llm-foundry's benchmark yamls build it (d_model 4096, 32 heads, 32 layers,
 // expansion_ratio 4, vocab 50368), through the model reader's MPT family traits.
 ModelSpec Mpt7B() {
