@@ -92,13 +92,20 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
     std::string key;
     int64_t memory;
   };
-  // The name nvidia-smi prints names one entry exactly.
+  // The name nvidia-smi prints names one entry exactly, as do the other names it prints for
+  // the same part (also_named: a GH200 host with 120 GB of LPDDR5X says "GH200 120GB").
   for (const auto& kv : gpus) {
-    const YAML::Node display = kv.second["display_name"];
-    if (display.IsScalar() && NameTokens(display.Scalar()) == want) {
-      if (note) *note = "gpu: '" + name + "' is the catalog's " + kv.first.Scalar();
-      return kv.first.Scalar();
-    }
+    std::vector<std::string> printed;
+    if (const YAML::Node display = kv.second["display_name"]; display.IsDefined() && display.IsScalar())
+      printed.push_back(display.Scalar());
+    if (const YAML::Node also = kv.second["also_named"]; also.IsDefined() && also.IsSequence())
+      for (const YAML::Node& n : also)
+        if (n.IsScalar()) printed.push_back(n.Scalar());
+    for (const std::string& p : printed)
+      if (NameTokens(p) == want) {
+        if (note) *note = "gpu: '" + name + "' is the catalog's " + kv.first.Scalar();
+        return kv.first.Scalar();
+      }
   }
   std::vector<Match> matches;
   for (const auto& kv : gpus) {
@@ -109,6 +116,11 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
       for (std::string& t : NameTokens(display.Scalar())) have.push_back(std::move(t));
     bool all = true;
     for (const std::string& t : want) all = all && std::find(have.begin(), have.end(), t) != have.end();
+    // "Ti" and "SUPER" name another card, not a form of the same one: "RTX 3090" is not the
+    // 3090 Ti, so an entry carrying a variant word the name lacks does not match it.
+    for (const char* variant : {"ti", "super"})
+      all = all && (std::find(have.begin(), have.end(), variant) == have.end() ||
+                    std::find(want.begin(), want.end(), variant) != want.end());
     if (!all) continue;
     auto g = ParseGpu(doc, kv.second, key, false);
     matches.push_back({key, g.ok() ? g->memory_bytes : 0});
@@ -159,7 +171,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
                                    "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "driver_reserved",
-                                   "source"};
+                                   "also_named", "source"};
   if (inline_spec) keys.push_back("name");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
   GpuSpec g;

@@ -248,6 +248,45 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
       << s.message();
 }
 
+// The cards fine-tuning reports name (consumer, workstation, older datacenter parts, GH200).
+// "Ti" and "SUPER" are other cards: a bare "3090" is the 3090, not the 3090 Ti. A GH200's
+// printed name carries its host memory, so "GH200 120GB" is the 96 GB HBM3 part, not a
+// 120 GiB card; a bare "GH200" names two memory sizes.
+TEST(ClusterReads, CardsOfFineTuningReports) {
+  struct Case {
+    const char* written;
+    const char* key;
+    int64_t memory_mib;
+  };
+  for (const Case& c : {Case{"NVIDIA GeForce RTX 3060", "rtx-3060-12gb", 12288}, Case{"RTX 3090", "rtx-3090-24gb", 24576},
+                        Case{"3090", "rtx-3090-24gb", 24576}, Case{"RTX 3090 Ti", "rtx-3090-ti-24gb", 24564},
+                        Case{"4080", "rtx-4080-16gb", 16376}, Case{"RTX 4080 SUPER", "rtx-4080-super-16gb", 16376},
+                        Case{"4060 Ti 16GB", "rtx-4060-ti-16gb", 16380}, Case{"RTX 2080 Ti", "rtx-2080-ti-11gb", 11264},
+                        Case{"A5000", "rtx-a5000-24gb", 24564}, Case{"RTX 4000 Ada", "rtx-4000-ada-20gb", 20475},
+                        Case{"L20", "l20-48gb", 46068}, Case{"A30", "a30-24gb", 24576},
+                        Case{"Tesla V100-PCIE-32GB", "v100-pcie-32gb", 32768}, Case{"P100", "p100-pcie-16gb", 16384},
+                        Case{"NVIDIA GH200 480GB", "gh200-96gb", 97871}, Case{"NVIDIA GH200 120GB", "gh200-96gb", 97871},
+                        Case{"GH200 144GB", "gh200-144gb", 146831}}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 1\ngpu: ") + c.written + "\n");
+    ASSERT_TRUE(cl.ok()) << c.written << ": " << cl.status().message();
+    EXPECT_EQ(cl->gpu.name, c.key) << c.written;
+    EXPECT_EQ(cl->gpu.memory_bytes, c.memory_mib * kMiB) << c.written;
+  }
+  // Turing and Volta have no BF16 tensor cores; Pascal's FP16 GEMMs that accumulate in FP32
+  // run at its FP32 rate.
+  auto turing = ReadCluster("gpus_per_node: 1\ngpu: RTX 2080 Ti\n");
+  ASSERT_TRUE(turing.ok());
+  EXPECT_EQ(turing->gpu.bf16_flops, 0);
+  EXPECT_DOUBLE_EQ(turing->gpu.fp16_flops, 53.8e12);
+  auto pascal = ReadCluster("gpus_per_node: 1\ngpu: P100\n");
+  ASSERT_TRUE(pascal.ok());
+  EXPECT_DOUBLE_EQ(pascal->gpu.fp16_flops, pascal->gpu.fp32_flops);
+  Status gh200 = ClusterError("gpus_per_node: 1\ngpu: GH200\n");
+  EXPECT_NE(gh200.message().find("GPU 'GH200' matches gh200-96gb and gh200-144gb; name one (they differ in memory)"),
+            std::string::npos)
+      << gh200.message();
+}
+
 // The names launchers and job specs give the cluster's settings (torchrun's nnodes and
 // nproc_per_node, num_nodes, gpu_type) read as ours; one given under two names is refused.
 TEST(ClusterReads, LauncherNames) {
