@@ -55,7 +55,11 @@ std::string CanonicalKey(const std::string& key) {
       // torchtitan's [parallelism] degrees (dp_shard and dp_replicate are read in ParseLayout).
       {"tensor_parallel_degree", "tp"}, {"pipeline_parallel_degree", "pp"}, {"context_parallel_degree", "cp"},
       {"expert_parallel_degree", "ep"}, {"expert_tensor_parallel_degree", "etp"},
-      {"data_parallel_shard_degree", "dp_shard"}, {"data_parallel_replicate_degree", "dp_replicate"}};
+      {"data_parallel_shard_degree", "dp_shard"}, {"data_parallel_replicate_degree", "dp_replicate"},
+      // Megatron's --recompute-method and --recompute-num-layers, and NeMo 1.x's names for
+      // them (read in ParseLayout).
+      {"activations_checkpoint_granularity", "ac"}, {"activations_checkpoint_method", "recompute_method"},
+      {"activations_checkpoint_num_layers", "recompute_num_layers"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }
@@ -396,6 +400,9 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
   // them replicate (HSDP); dp_shard -1 takes the GPUs left. fsdp=N is an FSDP degree.
   int dp_shard = 0, dp_replicate = 0;
   std::string mesh_items;
+  // Megatron's recompute method (uniform or block) and its layer count.
+  std::string recompute_method, recompute_items;
+  int recompute_layers = 0;
   for (const std::string& raw : Split(text, ',')) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
@@ -415,6 +422,19 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
       mesh_items += (mesh_items.empty() ? "" : ",") + item;
+      continue;
+    }
+    if (key == "recompute_method" || key == "recompute_num_layers") {
+      if (key == "recompute_method") {
+        recompute_method = Lower(value);
+        if (recompute_method != "uniform" && recompute_method != "block")
+          return quoted(Bad(key, "uniform or block (Megatron's --recompute-method)", value));
+      } else {
+        StatusOr<int> n = ParseCount(key, value, 1);
+        if (!n.ok()) return quoted(n.status());
+        recompute_layers = *n;
+      }
+      recompute_items += (recompute_items.empty() ? "" : ",") + item;
       continue;
     }
     if (key == "ac") value = CanonicalRecompute(value);
@@ -458,6 +478,29 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       zero_set = true;
       l.fixed |= kKeyZero;
     }
+  }
+  if (!recompute_items.empty()) {
+    // Full recomputation in Megatron's words: block recomputes the first N layers of each
+    // stage (ac_layers=N); uniform checkpoints every N layers, which for N = 1 is every layer.
+    if ((l.fixed & kKeyAc) && l.ac != Recompute::kFull)
+      return Status::BadInput("--layout: recompute_method and recompute_num_layers go with full recomputation, but ac is " +
+                              std::string(RecomputeName(l.ac)) + " (\"" + recompute_items + "\")");
+    if (recompute_method.empty())
+      return Status::BadInput("--layout: recompute_num_layers needs recompute_method=block or uniform (\"" + recompute_items + "\")");
+    if (recompute_method == "uniform" && recompute_layers > 1)
+      return Status::BadInput("--layout: recompute_method=uniform with recompute_num_layers " + Num(recompute_layers) +
+                              " checkpoints one input per " + Num(recompute_layers) +
+                              " layers, which shardplan does not model; block (ac_layers) and uniform 1 (ac=full) it "
+                              "does (\"" + recompute_items + "\")");
+    if (recompute_method == "block" && recompute_layers == 0)
+      return Status::BadInput("--layout: recompute_method=block needs recompute_num_layers (\"" + recompute_items + "\")");
+    if ((l.fixed & kKeyAcLayers) && recompute_method == "block" && l.ac_layers != recompute_layers)
+      return Status::BadInput("--layout: recompute_num_layers " + Num(recompute_layers) + " and ac_layers " + Num(l.ac_layers) +
+                              " disagree (\"" + recompute_items + "\")");
+    l.ac = Recompute::kFull;
+    l.ac_layers = recompute_method == "block" ? recompute_layers : 0;
+    l.fixed |= kKeyAc | kKeyAcLayers;
+    items["ac"] = items["ac_layers"] = recompute_items;
   }
   if (!zero_set) l.zero = DefaultZero(l);
   SP_RETURN_IF_ERROR(CheckProducts(l, items));

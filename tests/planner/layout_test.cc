@@ -325,6 +325,30 @@ TEST(Layout, KeyAliases) {
             std::string::npos);
 }
 
+// Megatron's --recompute-method/--recompute-num-layers (NeMo 1.x: activations_checkpoint_*),
+// the flags the Megatron writer emits for ac_layers and ac=full, read back: block N is
+// ac_layers=N, uniform 1 is full recomputation of every layer. Uniform N > 1 checkpoints one
+// input per N layers, which the memory model does not have: refused, saying so.
+TEST(Layout, MegatronRecomputeFlags) {
+  auto block = ParseLayout("framework=megatron,recompute_granularity=full,recompute_method=block,recompute_num_layers=4");
+  ASSERT_TRUE(block.ok()) << block.status().message();
+  EXPECT_EQ(block->ac, Recompute::kFull);
+  EXPECT_EQ(block->ac_layers, 4);
+  auto uniform = ParseLayout("framework=megatron,recompute_method=uniform,recompute_num_layers=1");
+  ASSERT_TRUE(uniform.ok()) << uniform.status().message();
+  EXPECT_EQ(uniform->ac, Recompute::kFull);
+  EXPECT_EQ(uniform->ac_layers, 0);
+  auto nemo = ParseLayout("framework=nemo,activations_checkpoint_method=block,activations_checkpoint_num_layers=3");
+  ASSERT_TRUE(nemo.ok()) << nemo.status().message();
+  EXPECT_EQ(nemo->ac_layers, 3);
+  auto message = [](const char* text) { return ParseLayout(text).status().message(); };
+  EXPECT_NE(message("recompute_method=uniform,recompute_num_layers=2").find("which shardplan does not model"), std::string::npos);
+  EXPECT_NE(message("ac=selective,recompute_method=block,recompute_num_layers=2").find("go with full recomputation, but ac is selective"),
+            std::string::npos);
+  EXPECT_NE(message("recompute_num_layers=2").find("needs recompute_method=block or uniform"), std::string::npos);
+  EXPECT_NE(message("recompute_method=blocks").find("got \"blocks\""), std::string::npos);
+}
+
 // torchtitan's [parallelism] section as its users write it: data_parallel_shard_degree ranks
 // shard (FSDP) and data_parallel_replicate_degree groups of them replicate (HSDP).
 TEST(Layout, TorchtitanMeshDegrees) {
