@@ -26,6 +26,14 @@ std::string Quote(std::string_view s) {
 }
 
 // Splits "80 GiB" into 80 and "GiB"; the number must be finite and >= 0.
+// One value of each kind of quantity, for the error that finds no number.
+std::string Example(std::string_view what) {
+  if (what == "a bandwidth") return "\"400 Gb/s\"";
+  if (what == "a duration") return "\"5 us\"";
+  if (what == "a power") return "\"700 W\"";
+  return "\"80 GiB\"";
+}
+
 StatusOr<Split> SplitQuantity(std::string_view text, const char* what) {
   size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
@@ -40,7 +48,7 @@ StatusOr<Split> SplitQuantity(std::string_view text, const char* what) {
   for (size_t k = start; k < i; ++k)
     if (text[k] != '_') number.push_back(text[k]);
   if (number.empty())
-    return Status::BadInput(std::string("expected ") + what + " like \"80 GiB\", got " + Quote(text));
+    return Status::BadInput(std::string("expected ") + what + " like " + Example(what) + ", got " + Quote(text));
   double value = 0;
   auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value))
@@ -95,7 +103,7 @@ StatusOr<double> ParseBandwidth(std::string_view text) {
       {"GB/s", 1e9},      {"TB/s", 1e12},       {"KiB/s", 0x1p10},    {"MiB/s", 0x1p20},
       {"GiB/s", 0x1p30},  {"TiB/s", 0x1p40},    {"b/s", 1.0 / 8},     {"kb/s", 1e3 / 8},
       {"Kb/s", 1e3 / 8},  {"Mb/s", 1e6 / 8},    {"Gb/s", 1e9 / 8},    {"Tb/s", 1e12 / 8},
-      {"Gbps", 1e9 / 8},  {"Mbps", 1e6 / 8},    {"GBps", 1e9}};
+      {"Gbps", 1e9 / 8},  {"Mbps", 1e6 / 8},    {"Tbps", 1e12 / 8},   {"GBps", 1e9}};
   return Scale(text, "a bandwidth", kUnits);
 }
 

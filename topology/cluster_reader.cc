@@ -180,9 +180,27 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     return doc.ErrorAt(intra["domain"],
                        "intra_node.domain: " + std::to_string(c.intra_node.domain) +
                            " GPUs is not a whole number of nodes of " + std::to_string(c.gpus_per_node));
-  SP_RETURN_IF_ERROR(ReadLink(doc, root["inter_node"], "inter_node", true, c.inter_node));
   const YAML::Node inter = root["inter_node"];
-  if (c.nodes > 1 && c.inter_node.fabric != "none" && !(inter.IsDefined() && inter.IsMap() && inter["bandwidth"].IsDefined()))
+  if (inter.IsDefined() && inter.IsScalar()) {
+    // A bare rate ("inter_node: 400 Gb/s"), as cluster descriptions give it: one NIC's rate,
+    // one NIC per GPU, up to the fastest NIC that ships (800 Gb/s, ConnectX-8); above that it
+    // can only be the node's total, split over one NIC per GPU. Either reading is said.
+    constexpr double kFastestNic = 800e9 / 8;
+    SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(root, "inter_node"));
+    if (!bw || *bw <= 0) return doc.ErrorAt(inter, "inter_node: expected a rate above 0 such as 400 Gb/s, or a mapping");
+    const int nics = c.gpus_per_node;
+    const bool total = *bw > kFastestNic;
+    c.inter_node.bandwidth = total ? *bw / nics : *bw;
+    c.inter_node.nics_per_node = nics;
+    c.assumed.push_back("inter_node: " + ShortestNumber(*bw * 8 / 1e9) + " Gb/s read as " +
+                        (total ? "the node's total: " : "one NIC per GPU: ") + std::to_string(nics) + " x " +
+                        ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (" +
+                        (total ? "no NIC runs faster than 800 Gb/s" : "a node's total would be larger") +
+                        "; say inter_node: {bandwidth: ..., nics_per_node: ...} to set both)");
+  } else {
+    SP_RETURN_IF_ERROR(ReadLink(doc, inter, "inter_node", true, c.inter_node));
+  }
+  if (c.nodes > 1 && c.inter_node.fabric != "none" && !(inter.IsDefined() && (inter.IsScalar() || (inter.IsMap() && inter["bandwidth"].IsDefined()))))
     c.assumed.push_back("inter_node: " + std::to_string(c.inter_node.nics_per_node) + " x " +
                         ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (one NIC per GPU at the rate " + c.gpu.name +
                         " systems ship with; state inter_node: {bandwidth: ..., nics_per_node: ...} for yours)");

@@ -2,6 +2,7 @@
 // line and column, what was expected and what was found (issue: foundation, item 6).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -299,6 +300,29 @@ TEST(ClusterReads, LauncherNames) {
   EXPECT_NE(twice.message().find("cluster.yaml:2:1: 'num_nodes' repeats nodes"), std::string::npos) << twice.message();
   Status missing = ClusterError("num_nodes: 2\ngpu: H100\n");
   EXPECT_NE(missing.message().find("cluster.yaml:1:1: gpus_per_node: missing"), std::string::npos) << missing.message();
+}
+
+// A bare inter_node rate, as cluster descriptions give it: up to the fastest NIC that ships
+// (800 Gb/s) it is one NIC's, one per GPU; above that it can only be the node's total. Both
+// readings are said; a mapping sets rate and count.
+TEST(ClusterReads, InterNodeGivenAsARate) {
+  auto nic = ReadCluster("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninter_node: 400 Gb/s\n");
+  ASSERT_TRUE(nic.ok()) << nic.status().message();
+  EXPECT_DOUBLE_EQ(nic->inter_node.bandwidth, 50e9);
+  EXPECT_EQ(nic->inter_node.nics_per_node, 8);
+  auto said = std::find_if(nic->assumed.begin(), nic->assumed.end(), [](const std::string& a) { return a.rfind("inter_node:", 0) == 0; });
+  ASSERT_NE(said, nic->assumed.end());
+  EXPECT_NE(said->find("400 Gb/s read as one NIC per GPU: 8 x 400 Gb/s per node"), std::string::npos) << *said;
+  auto total = ReadCluster("nodes: 2\ngpus_per_node: 4\ngpu: H100\ninter_node: 3.2 Tb/s\n");
+  ASSERT_TRUE(total.ok()) << total.status().message();
+  EXPECT_DOUBLE_EQ(total->inter_node.bandwidth, 100e9);  // 4 NICs of 800 Gb/s
+  EXPECT_EQ(total->inter_node.nics_per_node, 4);
+  EXPECT_NE(ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninter_node: fast\n").message().find(
+                "cluster.yaml:4:13: inter_node: expected a bandwidth like \"400 Gb/s\", got \"fast\""),
+            std::string::npos);
+  EXPECT_NE(ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninter_node: 0 Gb/s\n").message().find(
+                "inter_node: expected a rate above 0"),
+            std::string::npos);
 }
 
 // A run's source often states the GPUs in all: `gpus:` (or world_size) splits over the nodes

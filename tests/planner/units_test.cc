@@ -20,6 +20,10 @@ TEST(Units, Bandwidth) {
   EXPECT_DOUBLE_EQ(*ParseBandwidth("400 Gb/s"), 50e9);  // bits: NDR InfiniBand = 50 GB/s
   EXPECT_DOUBLE_EQ(*ParseBandwidth("3.35 TB/s"), 3.35e12);
   EXPECT_DOUBLE_EQ(*ParseBandwidth("1 GiB/s"), 1073741824.0);
+  EXPECT_DOUBLE_EQ(*ParseBandwidth("3.2 Tbps"), 400e9);
+  // The example in the error is of the quantity asked for.
+  EXPECT_NE(ParseBandwidth("fast").status().message().find("expected a bandwidth like \"400 Gb/s\", got \"fast\""),
+            std::string::npos);
 }
 
 TEST(Units, Duration) {
