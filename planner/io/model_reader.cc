@@ -229,18 +229,18 @@ Status ReadQwenMoe(const Reader& r, ModelSpec& m, int64_t experts, int64_t topk,
   return Status::Ok();
 }
 
-// DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
-// (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
-// routing without a correction bias, the first layer dense).
-// The DSA lightning indexer of DeepSeek-V3.2 and GLM-5 (index_n_heads, index_head_dim,
-// index_topk; transformers' class defaults are DeepSeek-V3.2's).
-Status ReadIndexer(const Reader& r, ModelSpec& m) {
-  SP_ASSIGN_OR_RETURN(m.index_heads, r.Int("index_n_heads", 64, 1, 1 << 16));
+// The DSA lightning indexer of DeepSeek-V3.2 and GLM-5: index_n_heads (DeepseekV32Config 64,
+// GlmMoeDsaConfig 32) heads of index_head_dim, each query attending to index_topk keys.
+Status ReadIndexer(const Reader& r, ModelSpec& m, int64_t heads) {
+  SP_ASSIGN_OR_RETURN(m.index_heads, r.Int("index_n_heads", heads, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.index_head_dim, r.Int("index_head_dim", 128, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.index_topk, r.Int("index_topk", 2048, 1, int64_t{1} << 34));
   return Status::Ok();
 }
 
+// DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
+// (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
+// routing without a correction bias, the first layer dense).
 Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   m.attention = AttentionKind::kMla;
   m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
@@ -884,12 +884,12 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   } else if (*type == "deepseek_v32" || *type == "glm_moe_dsa") {
     // DeepSeek-V3.2's layers; GLM-5's router always keeps its correction bias (GlmMoeDsaTopkRouter).
     SP_RETURN_IF_ERROR(ReadDeepseek(r, m, false));
-    SP_RETURN_IF_ERROR(ReadIndexer(r, m));
-    if (*type == "glm_moe_dsa") {  // GlmMoeDsaConfig's own MLA widths where a config leaves them out
+    const bool glm = *type == "glm_moe_dsa";
+    SP_RETURN_IF_ERROR(ReadIndexer(r, m, glm ? 32 : 64));
+    if (glm) {  // GlmMoeDsaConfig's own MLA widths where a config leaves them out
       SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 2048, 0, kMaxDim));
       SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 192, 0, 1 << 16));
       SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 256, 1, 1 << 16));
-      SP_ASSIGN_OR_RETURN(m.index_heads, r.Int("index_n_heads", 32, 1, 1 << 16));
       m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
       m.router_bias = true;
     }
