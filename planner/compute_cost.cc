@@ -382,6 +382,12 @@ double OptimizerBytesPerParam(Optimizer o) {
     case Optimizer::kLion:
     case Optimizer::kMuon: return 22;
     case Optimizer::kAdafactor: return 16;
+    case Optimizer::kRmsprop:
+    case Optimizer::kAdagrad: return 22;   // one fp32 state, read and written
+    case Optimizer::kLion8bit: return 16;  // one 8-bit state
+    case Optimizer::kAdemamix: return 38;  // three fp32 states
+    case Optimizer::kAdemamix8bit: return 20;
+    case Optimizer::kAdamW4bit: return 16;
   }
   return 30;
 }

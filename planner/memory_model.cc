@@ -51,7 +51,7 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   // does). A LoRA run trains, and offloads the states of, its adapters only.
   const bool pure = ctx.r.pure_low_precision;
   const double opt_bytes = OptimizerStateBytes(ctx.w.optimizer, ctx.m) *
-                           (pure && ctx.w.optimizer != Optimizer::kAdamW8bit ? 0.5 : 1.0);
+                           (pure && !QuantizedStates(ctx.w.optimizer) ? 0.5 : 1.0);
   const double trained = ctx.w.lora_like() ? static_cast<double>(s.adapter_params) / DenseShardDegree(l) : local;
   const double states = ((pure ? 2 : 4) + (ctx.r.master_weights && !pure ? 4 : 0) + opt_bytes) * trained;
   // Offloaded parameters: the working weights (a QLoRA base in its 4-bit format). FSDP

@@ -283,13 +283,21 @@ double OptimizerStateBytes(Optimizer o, const ModelSpec& m) {
     }
     case Optimizer::kAdafactor:              // factored second moment: (rows + cols) x 4 B per matrix
       return 2.0 * 4 / static_cast<double>(std::max<int64_t>(hidden, 1));
+    // bitsandbytes 8-bit states: a uint8 per element and an fp32 absmax per 2048-element block.
+    case Optimizer::kLion8bit: return 1 + 4.0 / 2048;
+    case Optimizer::kAdemamix8bit: return 3 * (1 + 4.0 / 2048);
+    case Optimizer::kRmsprop:                // square_avg, fp32 (momentum 0, torch's default)
+    case Optimizer::kAdagrad: return 4;      // state_sum, fp32
+    case Optimizer::kAdemamix: return 12;    // m1 (fast), m2 (slow EMA) and nu, fp32
+    // torchao AdamW4bit: m and v in 4 bits with an fp32 scale per 128-element block.
+    case Optimizer::kAdamW4bit: return 2 * (0.5 + 4.0 / 128);
   }
   return 8;
 }
 
 double OptimizerStateBytes(const MemoryContext& ctx) {
   const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m);
-  const bool quantized = ctx.w.optimizer == Optimizer::kAdamW8bit;
+  const bool quantized = QuantizedStates(ctx.w.optimizer);
   // Pure low precision: states are created like the parameters (torch.optim zeros_like), so
   // 32-bit optimizers keep them in bf16; LoRA adapters follow the adapters' dtype.
   const bool low = ctx.w.lora_like() ? ctx.r.adapter_bytes < 4 : ctx.r.pure_low_precision;

@@ -13,10 +13,13 @@ constexpr std::array<std::pair<Task, std::string_view>, 5> kTasks = {{
     {Task::kPretrain, "pretrain"}, {Task::kFinetune, "finetune"}, {Task::kLora, "lora"},
     {Task::kQlora, "qlora"}, {Task::kInference, "inference"}}};
 
-constexpr std::array<std::pair<Optimizer, std::string_view>, 8> kOptimizers = {{
+constexpr std::array<std::pair<Optimizer, std::string_view>, 14> kOptimizers = {{
     {Optimizer::kAdamW, "adamw"}, {Optimizer::kAdam, "adam"}, {Optimizer::kAdamW8bit, "adamw-8bit"},
     {Optimizer::kSgd, "sgd"}, {Optimizer::kSgdMomentum, "sgd-momentum"},
-    {Optimizer::kAdafactor, "adafactor"}, {Optimizer::kLion, "lion"}, {Optimizer::kMuon, "muon"}}};
+    {Optimizer::kAdafactor, "adafactor"}, {Optimizer::kLion, "lion"}, {Optimizer::kMuon, "muon"},
+    {Optimizer::kLion8bit, "lion-8bit"}, {Optimizer::kRmsprop, "rmsprop"}, {Optimizer::kAdagrad, "adagrad"},
+    {Optimizer::kAdemamix, "ademamix"}, {Optimizer::kAdemamix8bit, "ademamix-8bit"},
+    {Optimizer::kAdamW4bit, "adamw-4bit"}}};
 
 template <typename E, size_t N>
 std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& table, E e) {
@@ -73,7 +76,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   };
   constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
                           kPerTensor = OptimizerStep::kPerTensor;
-  static const std::array<Alias, 18> kAliases = {{
+  static const std::array<Alias, 25> kAliases = {{
       {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
       {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
       {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
@@ -82,14 +85,29 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
       {"adam-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw-8bit", Optimizer::kAdamW8bit, kAny},
       {"sgd-nesterov", Optimizer::kSgdMomentum, kAny}, {"lion-32bit", Optimizer::kLion, kAny},
       {"adafactor-hf", Optimizer::kAdafactor, kAny}, {"adamw-anyprecision", Optimizer::kAdamW, kAny},
-      {"muonclip", Optimizer::kMuon, kAny}, {"distributed-muon", Optimizer::kMuon, kAny}}};
+      {"muonclip", Optimizer::kMuon, kAny}, {"distributed-muon", Optimizer::kMuon, kAny},
+      // HF Trainer's names for bitsandbytes' and torchao's low-bit optimizers; schedule-free
+      // AdamW keeps z and exp_avg_sq, AdamW's two fp32 states (facebookresearch/schedule_free).
+      {"lion8bit", Optimizer::kLion8bit, kAny}, {"ademamix-32bit", Optimizer::kAdemamix, kAny},
+      {"adamw-torch-4bit", Optimizer::kAdamW4bit, kAny}, {"adamw4bit", Optimizer::kAdamW4bit, kAny},
+      {"adamw-torch-8bit", Optimizer::kAdamW8bit, kAny}, {"schedule-free-adamw", Optimizer::kAdamW, kAny},
+      {"rmsprop-torch", Optimizer::kRmsprop, kAny}}};
   OptimizerStep named = kAny;
   bool found = Parse(kOptimizers, n, out);
   for (const Alias& a : kAliases)
     if (!found && a.name == n) *out = a.optimizer, named = a.step, found = true;
   if (found && paged) *paged = is_paged;
   if (found && step) *step = is_paged ? kAny : named;
-  return found && (!is_paged || *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit);
+  // bitsandbytes pages its AdamW, Lion and AdEMAMix variants (paged_adamw_8bit, paged_lion_32bit, ...).
+  const bool pageable = *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit ||
+                        *out == Optimizer::kLion || *out == Optimizer::kLion8bit || *out == Optimizer::kAdemamix ||
+                        *out == Optimizer::kAdemamix8bit;
+  return found && (!is_paged || pageable);
+}
+
+bool QuantizedStates(Optimizer o) {
+  return o == Optimizer::kAdamW8bit || o == Optimizer::kLion8bit || o == Optimizer::kAdemamix8bit ||
+         o == Optimizer::kAdamW4bit;
 }
 
 OptimizerStep ParseOptimizerStep(std::string_view s) {

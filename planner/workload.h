@@ -14,7 +14,17 @@ enum class Task { kPretrain, kFinetune, kLora, kQlora, kInference };
 // kMuon: Newton-Schulz-orthogonalized momentum on the hidden matrices, AdamW on embeddings,
 // head and 1-D parameters (Jordan et al. 2024; Moonlight and Kimi K2's MuonClip; torch.optim.Muon
 // from PyTorch 2.9, Megatron-core's and DeepSpeed's Muon).
-enum class Optimizer { kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion, kMuon };
+enum class Optimizer {
+  kAdamW, kAdam, kAdamW8bit, kSgd, kSgdMomentum, kAdafactor, kLion, kMuon,
+  kLion8bit,      // bitsandbytes Lion8bit: one uint8 state
+  kRmsprop,       // torch RMSprop (no momentum): square_avg
+  kAdagrad,       // torch Adagrad: the running sum of squares
+  kAdemamix,      // bitsandbytes AdEMAMix: two first moments and the second
+  kAdemamix8bit,  // its 8-bit states
+  kAdamW4bit,     // torchao AdamW4bit: 4-bit m and v
+};
+// Optimizers whose states are stored quantized (their size does not follow the recipe's dtype).
+bool QuantizedStates(Optimizer o);
 // How the step runs over the parameters: torch's foreach path (its default on CUDA), whose
 // ops return whole-group temporaries (sqrt of exp_avg_sq), or one kernel or loop per tensor
 // (torch fused=True, apex / DeepSpeed FusedAdam, HF's own AdamW), with none.

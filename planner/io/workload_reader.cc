@@ -191,8 +191,9 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
-    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, paged-adamw-8bit, paged-adamw, sgd, "
-                                          "sgd-momentum, adafactor, lion or muon (HF Trainer's optim names work too), got \"" + *opt + "\"");
+    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, "
+                                          "sgd, sgd-momentum, adafactor, lion, lion-8bit, rmsprop, adagrad, ademamix, "
+                                          "ademamix-8bit or muon (HF Trainer's optim names work too), got \"" + *opt + "\"");
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));

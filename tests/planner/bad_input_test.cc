@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/io/model_reader.h"
+#include "planner/memory_terms.h"
 #include "planner/io/workload_reader.h"
 #include "planner/layout.h"
 #include "planner/units.h"
@@ -745,13 +746,41 @@ TEST(Workload, OptimizerSpellings) {
   };
   for (const Case& c : {Case{"adamw_torch_fused", Optimizer::kAdamW, false}, Case{"adamw_bnb_8bit", Optimizer::kAdamW8bit, false},
                         Case{"PagedAdamW8bit", Optimizer::kAdamW8bit, true}, Case{"paged_adamw_32bit", Optimizer::kAdamW, true},
-                        Case{"AdamW", Optimizer::kAdamW, false}, Case{"sgd", Optimizer::kSgd, false}}) {
+                        Case{"AdamW", Optimizer::kAdamW, false}, Case{"sgd", Optimizer::kSgd, false},
+                        // HF Trainer's bitsandbytes, torchao and torch names beyond AdamW.
+                        Case{"paged_lion_8bit", Optimizer::kLion8bit, true}, Case{"paged_lion_32bit", Optimizer::kLion, true},
+                        Case{"lion_8bit", Optimizer::kLion8bit, false}, Case{"rmsprop", Optimizer::kRmsprop, false},
+                        Case{"adagrad", Optimizer::kAdagrad, false}, Case{"ademamix", Optimizer::kAdemamix, false},
+                        Case{"paged_ademamix_8bit", Optimizer::kAdemamix8bit, true},
+                        Case{"adamw_torch_4bit", Optimizer::kAdamW4bit, false}, Case{"adamw_torch_8bit", Optimizer::kAdamW8bit, false},
+                        Case{"schedule_free_adamw", Optimizer::kAdamW, false}}) {
     Optimizer o = Optimizer::kLion;
     bool paged = !c.paged;
     ASSERT_TRUE(ParseOptimizer(c.name, &o, &paged)) << c.name;
     EXPECT_EQ(o, c.o) << c.name;
     EXPECT_EQ(paged, c.paged) << c.name;
   }
+  // Only bitsandbytes' paged classes page: there is no paged SGD or RMSprop.
+  Optimizer o;
+  EXPECT_FALSE(ParseOptimizer("paged_rmsprop", &o, nullptr));
+  EXPECT_FALSE(ParseOptimizer("galore_adamw", &o, nullptr));
+}
+
+// Bytes of optimizer state per trained element: bitsandbytes' 8-bit states are a uint8 and an
+// fp32 absmax per 2048 elements each; torchao's 4-bit m and v keep an fp32 scale per 128;
+// AdEMAMix holds two first moments and a second, RMSprop and Adagrad one fp32 state.
+TEST(Workload, OptimizerStateBytes) {
+  auto loaded = LoadModel("llama-3.1-8b");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const ModelSpec& m = *loaded;
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kLion8bit, m), 1 + 4.0 / 2048);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdemamix8bit, m), 3 + 12.0 / 2048);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdamW4bit, m), 1 + 8.0 / 128);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdemamix, m), 12);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kRmsprop, m), 4);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdagrad, m), 4);
+  EXPECT_TRUE(QuantizedStates(Optimizer::kAdamW4bit));
+  EXPECT_FALSE(QuantizedStates(Optimizer::kAdemamix));
 }
 
 }  // namespace
