@@ -36,6 +36,7 @@ nlohmann::json ToJson(const ModelSpec& m, const ParamCounts& c) {
                 {"attention", m.attention == AttentionKind::kMla ? "mla" : "gqa"}, {"dtype", DtypeName(m.dtype)}};
   j["params_total"] = c.total;
   j["params_active"] = c.active;
+  if (c.vision > 0) j["params_vision"] = c.vision;  // a VLM's vision encoder, outside the text totals
   j["params"] = {{"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mlp", c.mlp},
                  {"experts", c.experts}, {"shared_experts", c.shared_experts}, {"router", c.router},
                  {"norms", c.norms}, {"head", c.head}};
@@ -73,6 +74,7 @@ void PrintText(const ModelSpec& m, const ParamCounts& c) {
   t.Rule();
   t.Row({"total", Thousands(c.total), "100.00%"});
   if (m.is_moe()) t.Row({"active per token", Thousands(c.active), Pct(c.active, c.total)});
+  if (c.vision > 0) t.Row({"+ vision encoder", Thousands(c.vision), "(" + m.vision.kind + ", frozen)"});
   std::cout << t.Render() << "\n";
   Table w({"weights", "bytes", "GiB", "GiB with g128 scales"});
   for (const WeightFormat& f : kFormats) {

@@ -92,6 +92,7 @@ nlohmann::json PlanJson(const Plan& p) {
   const ParamCounts c = CountParams(p.model);
   nlohmann::json j;
   j["model"] = {{"name", p.model.name}, {"params_total", c.total}, {"params_active", c.active}};
+  if (c.vision > 0) j["model"]["params_vision"] = c.vision;
   j["cluster"] = {{"name", p.cluster.name}, {"nodes", p.cluster.nodes}, {"gpus_per_node", p.cluster.gpus_per_node},
                   {"gpu", p.cluster.gpu.name}};
   j["workload"] = {{"task", TaskName(p.workload.task)}, {"seq_len", p.workload.seq_len},

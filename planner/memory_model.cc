@@ -200,6 +200,27 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
   return s;
 }
 
+namespace {
+
+// A VLM's vision encoder sits with the embeddings on the first stage, frozen (LLaMA-Factory's
+// freeze_vision_tower, its default) and in the checkpoint's dtype: sharded with the other
+// weights under ZeRO-3 or FSDP, split over TP when serving (vLLM's Qwen2-VL ViT runs
+// tensor-parallel). What images cost to encode depends on how many a batch holds, which the
+// workload does not say: not priced.
+void AddVisionEncoder(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
+  const int64_t params = VisionParams(ctx.m);
+  if (params == 0 || !s.first) return;
+  const bool training = ctx.w.training();
+  const double split = !training ? ctx.l.tp : ctx.l.zero >= 3 ? DenseShardDegree(ctx.l) : 1;
+  // Trainers load it in the run's compute dtype (fp8 runs keep bf16 weights); serving, as shipped.
+  const double bytes = training ? (ctx.w.precision == Dtype::kFp8 ? 2.0 : DtypeBytes(ctx.w.precision)) : DtypeBytes(ctx.m.dtype);
+  out.push_back({"vision_encoder", static_cast<int64_t>(bytes * static_cast<double>(params) / split), ctx.m.vision.depth,
+                 Phase::kSetup, training ? Phase::kStep : Phase::kForward, Pool::kTorch,
+                 "the frozen vision encoder and merger; images' encoding not priced"});
+}
+
+}  // namespace
+
 MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                               const MemoryOptions& opt) {
   MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
@@ -220,6 +241,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
     sm.params = shape.dense_params + shape.expert_params;
     sm.unit_params = shape.layer_params;
     AddOverheads(ctx, shape, sm.terms);
+    AddVisionEncoder(ctx, shape, sm.terms);
     if (w.training()) {
       AddModelStates(ctx, shape, sm.terms);
       AddActivations(ctx, shape, sm.terms);

@@ -88,6 +88,23 @@ int64_t LargestParam(const ModelSpec& m) {
   return largest;
 }
 
+int64_t VisionParams(const ModelSpec& m) {
+  const ModelSpec::VisionTower& v = m.vision;
+  if (v.kind.empty()) return 0;
+  // transformers modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: a Conv3d patch embedding
+  // without bias; blocks of two norms, qkv and proj with biases, and an MLP with biases
+  // (Qwen2-VL: fc1/fc2 with LayerNorms; Qwen2.5-VL: SwiGLU with RMSNorms); a merger of a
+  // norm and Linear(w m^2, w m^2) + Linear(w m^2, out), biased.
+  const int64_t w = v.width, f = v.intermediate, merged = w * v.merge * v.merge;
+  const bool v25 = v.kind == "qwen2_5_vl";
+  const int64_t norm = v25 ? w : 2 * w;
+  const int64_t mlp = v25 ? 2 * (f * w + f) + w * f + w : (f * w + f) + (w * f + w);
+  const int64_t block = 2 * norm + (3 * w * w + 3 * w) + (w * w + w) + mlp;
+  const int64_t patch = v.in_channels * v.temporal_patch * v.patch * v.patch * w;
+  const int64_t merger = norm + merged * merged + merged + merged * v.out + v.out;
+  return patch + v.depth * block + merger;
+}
+
 ParamCounts CountParams(const ModelSpec& m) {
   ParamCounts c;
   const int64_t h = m.hidden;
@@ -115,6 +132,7 @@ ParamCounts CountParams(const ModelSpec& m) {
   c.total = c.embedding + c.position + c.attention + c.mlp + c.experts + c.shared_experts + c.router +
             c.norms + c.head;
   c.active = c.total - c.experts + active_experts;
+  c.vision = VisionParams(m);
   return c;
 }
 

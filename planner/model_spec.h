@@ -104,6 +104,18 @@ struct ModelSpec {
   int64_t index_head_dim = 0;
   int64_t index_topk = 0;
 
+  // The vision encoder of a vision-language checkpoint (Qwen2-VL, Qwen2.5-VL): frozen, held in
+  // the checkpoint's dtype beside the text tower, never counted in the text totals.
+  struct VisionTower {
+    std::string kind;               // the checkpoint's model_type ("qwen2_vl", "qwen2_5_vl"); empty = none
+    int64_t depth = 0, width = 0;   // ViT blocks and their width
+    int64_t intermediate = 0;       // MLP width (Qwen2-VL: width x mlp_ratio)
+    int64_t patch = 0, temporal_patch = 0, in_channels = 0, merge = 0;
+    int64_t out = 0;                // the merger's output, the text tower's width
+    bool operator==(const VisionTower&) const = default;
+  };
+  VisionTower vision;
+
   CheckpointQuant quant;            // quantization_config, when the checkpoint ships one
 
   bool is_moe() const { return experts > 0; }
@@ -129,6 +141,7 @@ struct ParamCounts {
   int64_t router = 0;         // routers (and correction biases)
   int64_t norms = 0;          // per-layer norms and the final norm
   int64_t head = 0;           // LM head (0 when tied)
+  int64_t vision = 0;         // a VLM's vision encoder and merger: outside total and active
   int64_t total = 0;
   int64_t active = 0;
 };
@@ -136,6 +149,8 @@ struct ParamCounts {
 // Exact counts from the architecture (ecosystem.md 4.2 gives the formulas).
 ParamCounts CountParams(const ModelSpec& m);
 
+// A VLM's vision encoder and its merger into the text tower (0 for a text model).
+int64_t VisionParams(const ModelSpec& m);
 // One decoder layer's parameters (attention + MLP/MoE + its norms).
 int64_t LayerParams(const ModelSpec& m, int64_t layer);
 // The part of one layer that lives in routed experts (sharded by EP).

@@ -514,6 +514,34 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   return r.doc.ErrorAt(attn["attn_impl"], "attn_config.attn_impl: expected \"torch\", \"triton\" or \"flash\", got \"" + *impl + "\"");
 }
 
+// The vision_config of Qwen2-VL (transformers Qwen2VLVisionConfig: embed_dim, mlp_ratio, and
+// hidden_size for the merger's output) and Qwen2.5-VL (Qwen2_5_VLVisionConfig: hidden_size,
+// intermediate_size, out_hidden_size), with their classes' defaults; in_chans is the name the
+// published files use for in_channels. Qwen2.5-VL-7B's counts 676,550,144 parameters.
+Status ReadQwenVision(const Document& doc, const YAML::Node& node, const std::string& kind, ModelSpec::VisionTower& v) {
+  const YAML::Node cfg = node.IsDefined() && !node.IsNull() ? node : YAML::Node(YAML::NodeType::Map);
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg};
+  v.kind = kind;
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("depth", 32, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t chans, r.Int("in_chans", 3, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("in_channels", chans, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 1024));
+  SP_ASSIGN_OR_RETURN(v.temporal_patch, r.Int("temporal_patch_size", 2, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.merge, r.Int("spatial_merge_size", 2, 1, 64));
+  if (kind == "qwen2_5_vl") {
+    SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 3584, 1, kMaxDim));
+    SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 3420, 1, kMaxDim));
+    SP_ASSIGN_OR_RETURN(v.out, r.Int("out_hidden_size", 3584, 1, kMaxDim));
+  } else {
+    SP_ASSIGN_OR_RETURN(v.width, r.Int("embed_dim", 1280, 1, kMaxDim));
+    SP_ASSIGN_OR_RETURN(std::optional<double> ratio, doc.Number(cfg, "mlp_ratio", 0.01, 1024));
+    v.intermediate = static_cast<int64_t>(static_cast<double>(v.width) * ratio.value_or(4.0));
+    SP_ASSIGN_OR_RETURN(v.out, r.Int("hidden_size", 3584, 1, kMaxDim));
+  }
+  return Status::Ok();
+}
+
 // GPT-2, GPT-NeoX, OPT, BLOOM and MPT: LayerNorm, a plain MLP, and heads that split the
 // hidden size (their configs carry no head_dim).
 bool GptStyle(const std::string& type) {
@@ -597,6 +625,7 @@ const std::vector<std::string>& SupportedModelTypes() {
     for (const auto& [k, _] : DefaultsTable()) v.push_back(k);
     for (const auto& [wrapper, _] : kTextTowers) v.push_back(wrapper);
     for (const auto& [alias, _] : kSameArchitecture) v.push_back(alias);
+    v.insert(v.end(), {"qwen2_vl", "qwen2_5_vl"});  // qwen2 text towers with a vision encoder
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -802,6 +831,22 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       SP_RETURN_IF_ERROR(ReadDtype(top, m));
     }
   }
+  // Qwen2-VL and Qwen2.5-VL: a qwen2 text tower, its keys at the top level as the checkpoints
+  // publish them or in text_config as newer transformers re-save them, and a vision encoder
+  // (vision_config) counted apart (ReadQwenVision).
+  ModelSpec::VisionTower vision;
+  if (*type == "qwen2_vl" || *type == "qwen2_5_vl") {
+    SP_RETURN_IF_ERROR(ReadQwenVision(doc, root["vision_config"], *type, vision));
+    const YAML::Node text = node["text_config"];
+    if (text.IsDefined() && text.IsMap() && text["hidden_size"].IsDefined()) {
+      node = text;
+      if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
+        Reader top{doc, root};
+        SP_RETURN_IF_ERROR(ReadDtype(top, m));
+      }
+    }
+    type = "qwen2";
+  }
   if (const auto same = kSameArchitecture.find(*type); same != kSameArchitecture.end()) type = same->second;
   // Encoder-decoder models have a second stack, cross-attention and two sequence lengths;
   // counting them as a decoder would give a wrong answer, so say they are not supported.
@@ -920,6 +965,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  m.vision = vision;
   Status valid = ValidateModel(m);
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());
   // Multimodal configs keep quantization_config at the top, next to text_config.

@@ -1,5 +1,6 @@
 // ModelSpec -> HF config keys, for plan.yaml. Every key ParseModel needs is written, so a
 // plan stands alone and parses back to the same spec.
+#include <iomanip>
 #include <sstream>
 
 #include "planner/io/model_reader.h"
@@ -100,7 +101,8 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
 
 std::string ModelToYaml(const ModelSpec& m, int indent) {
   Out o(indent);
-  o.Key("model_type", m.model_type);
+  // A VLM writes its own model_type, its text keys at the top level and its vision_config.
+  o.Key("model_type", m.vision.kind.empty() ? m.model_type : m.vision.kind);
   o.Key("dtype", DtypeName(m.dtype));
   const std::string& t = m.model_type;
   if (t == "gpt2") {
@@ -254,6 +256,20 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     if (m.sliding_window > 0 && m.sliding_window_pattern == 4) o.Key("attention_chunk_size", m.sliding_window);
   }
   std::string out = o.str();
+  if (const ModelSpec::VisionTower& v = m.vision; !v.kind.empty()) {
+    const std::string pad(static_cast<size_t>(indent), ' '), in = pad + "  ";
+    std::ostringstream vs;
+    vs << pad << "vision_config:\n" << in << "depth: " << v.depth << "\n" << in << "in_channels: " << v.in_channels << "\n"
+       << in << "patch_size: " << v.patch << "\n" << in << "temporal_patch_size: " << v.temporal_patch << "\n" << in
+       << "spatial_merge_size: " << v.merge << "\n";
+    if (v.kind == "qwen2_5_vl")
+      vs << in << "hidden_size: " << v.width << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in
+         << "out_hidden_size: " << v.out << "\n";
+    else  // mlp_ratio as the exact quotient, so the reader rebuilds the same width
+      vs << in << "embed_dim: " << v.width << "\n" << in << "mlp_ratio: " << std::setprecision(17) << (v.width > 0 ? static_cast<double>(v.intermediate) / v.width : 4.0)
+         << "\n" << in << "hidden_size: " << v.out << "\n";
+    out += vs.str();
+  }
   if (m.quant.quantized()) {
     std::ostringstream q;
     Quantization(q, std::string(static_cast<size_t>(indent), ' '), m.quant);

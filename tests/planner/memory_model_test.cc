@@ -116,6 +116,27 @@ TEST(Inference, KvBytesPerToken) {
   EXPECT_EQ(EstimateMemory(v32, w, Resolve(v32, w, c, "tp=8"), c).kv.kv_bytes_per_token, 61 * (576 * 2 + 132));
 }
 
+// A VLM's vision encoder is held frozen on the first stage in the run's dtype: whole on each
+// rank under DDP-style runs, sharded with the rest under ZeRO-3, split over TP when served.
+TEST(Memory, VisionEncoderWeights) {
+  auto doc = Document::Parse("config.json", R"({"model_type":"qwen2_5_vl","hidden_size":3584,"intermediate_size":18944,
+    "num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false,
+    "vision_config":{"depth":32,"hidden_size":1280,"intermediate_size":3420,"out_hidden_size":3584}})");
+  ASSERT_TRUE(doc.ok());
+  auto parsed = ParseModel(*doc, "qwen2.5-vl-7b");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const ModelSpec& m = *parsed;
+  const ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(2048, 16);
+  w.task = Task::kLora;
+  const double vision = 676'550'144.0 * 2;
+  EXPECT_NEAR(Term(EstimateMemory(m, w, Resolve(m, w, c, "framework=hf,dp=8,zero=0"), c), "vision_encoder"), vision, 1);
+  EXPECT_NEAR(Term(EstimateMemory(m, w, Resolve(m, w, c, "framework=deepspeed,dp=8,zero=3"), c), "vision_encoder"), vision / 8, 1);
+  const Workload serve = Serve(4096, 0.9);
+  EXPECT_NEAR(Term(EstimateMemory(m, serve, Resolve(m, serve, c, "tp=2"), c), "vision_encoder"), vision / 2, 1);
+  EXPECT_EQ(Term(EstimateMemory(Model("llama-3.1-8b"), w, Resolve(Model("llama-3.1-8b"), w, c, "framework=hf,dp=8"), c), "vision_encoder"), 0);
+}
+
 // vLLM sizes its KV pool from what CUDA can allocate (torch.cuda.mem_get_info's total), not
 // nvidia-smi's total: llm-d's vLLM 0.19 log for Llama-3.1-8B on one H100 at 0.95 ("physical
 // 79.19 GiB") holds 476,016 KV tokens. Sized from 79.65 GiB, the pool would be 0.44 GiB

@@ -421,6 +421,46 @@ TEST(Families, SparseAttentionAndMiniMax) {
   for (const ModelSpec& m : {*v32, *glm5, *mm2}) ExpectReadsBack(m);
 }
 
+// Qwen2-VL and Qwen2.5-VL (transformers modeling_qwen2_vl.py, modeling_qwen2_5_vl.py): a
+// qwen2 text tower and a ViT whose parameters are counted apart. On the meta device
+// transformers counts Qwen2.5-VL-7B at 8,292,166,656, 676,550,144 of them in model.visual
+// (32 SwiGLU blocks of 1,280 with RMSNorms, a Conv3d patch embedding, a 5,120-wide merger to
+// 3,584), and Qwen2-VL-7B at 8,291,375,616 with 675,759,104 (GELU fc1/fc2 of 4 x 1,280,
+// LayerNorms). The text keys may sit at the top level, as published, or in text_config.
+TEST(Families, QwenVisionLanguage) {
+  const std::string v25 = R"({"architectures":["Qwen2_5_VLForConditionalGeneration"],"hidden_act":"silu","hidden_size":3584,"intermediate_size":18944,
+    "max_position_embeddings":128000,"max_window_layers":28,"model_type":"qwen2_5_vl","num_attention_heads":28,"num_hidden_layers":28,
+    "num_key_value_heads":4,"rms_norm_eps":1e-06,"rope_theta":1000000.0,"sliding_window":32768,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","use_sliding_window":false,"vision_start_token_id":151652,"image_token_id":151655,
+    "video_token_id":151656,"rope_scaling":{"type":"mrope","mrope_section":[16,24,24]},"vocab_size":152064,
+    "vision_config":{"depth":32,"hidden_act":"silu","hidden_size":1280,"intermediate_size":3420,"num_heads":16,"in_chans":3,
+    "out_hidden_size":3584,"patch_size":14,"spatial_merge_size":2,"spatial_patch_size":14,"window_size":112,
+    "fullatt_block_indexes":[7,15,23,31],"tokens_per_second":2,"temporal_patch_size":2}})";
+  auto a = FromJson(v25);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const ParamCounts c = CountParams(*a);
+  EXPECT_EQ(c.total, 8'292'166'656 - 676'550'144);
+  EXPECT_EQ(c.vision, 676'550'144);
+  EXPECT_EQ(a->model_type, "qwen2");
+  EXPECT_TRUE(a->qkv_bias);
+  auto q2 = FromJson(R"({"model_type":"qwen2_vl","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,
+    "num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false,
+    "vision_config":{"depth":32,"embed_dim":1280,"mlp_ratio":4,"num_heads":16,"in_chans":3,"hidden_size":3584,
+    "patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}})");
+  ASSERT_TRUE(q2.ok()) << q2.status().message();
+  EXPECT_EQ(CountParams(*q2).vision, 675'759'104);
+  EXPECT_EQ(CountParams(*q2).total + CountParams(*q2).vision, 8'291'375'616);
+  // As newer transformers save it: the text tower in text_config.
+  auto nested = FromJson(R"({"model_type":"qwen2_5_vl","torch_dtype":"bfloat16","text_config":{"model_type":"qwen2_5_vl_text",
+    "hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,"num_hidden_layers":28,"num_key_value_heads":4,
+    "vocab_size":152064,"tie_word_embeddings":false},"vision_config":{"depth":32,"hidden_size":1280,"intermediate_size":3420,
+    "out_hidden_size":3584,"in_channels":3,"patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}})");
+  ASSERT_TRUE(nested.ok()) << nested.status().message();
+  EXPECT_EQ(CountParams(*nested).total, c.total);
+  EXPECT_EQ(CountParams(*nested).vision, c.vision);
+  for (const ModelSpec& m : {*a, *q2, *nested}) ExpectReadsBack(m);
+}
+
 // Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
 // DeepSeek-V3's architecture with 384 experts and 64 heads, which transformers reads as
 // deepseek_v3: 1,026,408,209,408 parameters there, plus 60 x 384 router biases (buffers);
