@@ -96,6 +96,15 @@ int64_t VisionParams(const ModelSpec& m) {
   // (Qwen2-VL: fc1/fc2 with LayerNorms; Qwen2.5-VL: SwiGLU with RMSNorms); a merger of a
   // norm and Linear(w m^2, w m^2) + Linear(w m^2, out), biased.
   const int64_t w = v.width, f = v.intermediate, merged = w * v.merge * v.merge;
+  if (v.kind == "gemma3") {
+    // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
+    // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o
+    // and fc1/fc2, a post LayerNorm; the projector's input-projection matrix and soft-embedding
+    // RMSNorm. Gemma 3 4B's counts 419,816,304.
+    const int64_t side = v.patch > 0 ? v.image / v.patch : 0;
+    const int64_t block = 2 * (2 * w) + 4 * (w * w + w) + (f * w + f) + (w * f + w);
+    return (v.in_channels * v.patch * v.patch * w + w) + side * side * w + v.depth * block + 2 * w + (w * v.out + w);
+  }
   const bool v25 = v.kind == "qwen2_5_vl";
   const int64_t norm = v25 ? w : 2 * w;
   const int64_t mlp = v25 ? 2 * (f * w + f) + w * f + w : (f * w + f) + (w * f + w);

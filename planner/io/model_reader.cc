@@ -84,8 +84,8 @@ const std::map<std::string, Defaults>& DefaultsTable() {
 }
 
 // Multimodal wrappers (Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration) nest
-// the text tower in text_config, which HF writes sparsely; the vision encoder is not counted
-// (text training and serving leave it out or frozen).
+// the text tower in text_config, which HF writes sparsely. Gemma 3's vision encoder is
+// counted apart (ReadSiglipVision) and held frozen; Llama 4's and Mistral 3's are not counted.
 const std::map<std::string, std::string> kTextTowers = {
     {"gemma3", "gemma3_text"}, {"llama4", "llama4_text"},
     // Mistral Small 3.1 / 3.2 (Mistral3ForConditionalGeneration): a mistral text tower.
@@ -542,6 +542,22 @@ Status ReadQwenVision(const Document& doc, const YAML::Node& node, const std::st
   return Status::Ok();
 }
 
+// Gemma 3's vision_config (SiglipVisionConfig, as every Gemma 3 VLM publishes it: 27 layers
+// of 1,152, MLP 4,304, 14-pixel patches of 896-pixel images); its projector maps to the text
+// width, set once the text tower is read.
+Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::VisionTower& v) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg};
+  v.kind = "gemma3";
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 27, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1152, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4304, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 1024));
+  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 896, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  return Status::Ok();
+}
+
 // GPT-2, GPT-NeoX, OPT, BLOOM and MPT: LayerNorm, a plain MLP, and heads that split the
 // hidden size (their configs carry no head_dim).
 bool GptStyle(const std::string& type) {
@@ -820,7 +836,11 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   }
   ModelSpec m;
   m.name = display_name;
+  ModelSpec::VisionTower vision;
   if (const auto tower = kTextTowers.find(*type); tower != kTextTowers.end()) {
+    // Gemma 3's vision encoder is counted apart when the file gives its vision_config.
+    if (*type == "gemma3" && root["vision_config"].IsDefined() && !root["vision_config"].IsNull())
+      SP_RETURN_IF_ERROR(ReadSiglipVision(doc, root["vision_config"], vision));
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
@@ -834,7 +854,6 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   // Qwen2-VL and Qwen2.5-VL: a qwen2 text tower, its keys at the top level as the checkpoints
   // publish them or in text_config as newer transformers re-save them, and a vision encoder
   // (vision_config) counted apart (ReadQwenVision).
-  ModelSpec::VisionTower vision;
   if (*type == "qwen2_vl" || *type == "qwen2_5_vl") {
     SP_RETURN_IF_ERROR(ReadQwenVision(doc, root["vision_config"], *type, vision));
     const YAML::Node text = node["text_config"];
@@ -966,6 +985,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
   m.vision = vision;
+  if (m.vision.kind == "gemma3") m.vision.out = m.hidden;  // the projector's output
   Status valid = ValidateModel(m);
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());
   // Multimodal configs keep quantization_config at the top, next to text_config.

@@ -100,6 +100,23 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
 }  // namespace
 
 std::string ModelToYaml(const ModelSpec& m, int indent) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (m.vision.kind == "gemma3") {
+    // Gemma 3 nests its text tower in text_config, beside vision_config and, at the top,
+    // quantization_config.
+    ModelSpec text = m;
+    text.vision = {};
+    text.quant = {};
+    const ModelSpec::VisionTower& v = m.vision;
+    std::ostringstream g;
+    g << pad << "model_type: gemma3\n" << pad << "text_config:\n" << ModelToYaml(text, indent + 2) << pad << "vision_config:\n";
+    const std::string in = pad + "  ";
+    g << in << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in
+      << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
+      << "image_size: " << v.image << "\n" << in << "num_channels: " << v.in_channels << "\n";
+    if (m.quant.quantized()) Quantization(g, pad, m.quant);
+    return g.str();
+  }
   Out o(indent);
   // A VLM writes its own model_type, its text keys at the top level and its vision_config.
   o.Key("model_type", m.vision.kind.empty() ? m.model_type : m.vision.kind);
@@ -257,7 +274,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   }
   std::string out = o.str();
   if (const ModelSpec::VisionTower& v = m.vision; !v.kind.empty()) {
-    const std::string pad(static_cast<size_t>(indent), ' '), in = pad + "  ";
+    const std::string in = pad + "  ";
     std::ostringstream vs;
     vs << pad << "vision_config:\n" << in << "depth: " << v.depth << "\n" << in << "in_channels: " << v.in_channels << "\n"
        << in << "patch_size: " << v.patch << "\n" << in << "temporal_patch_size: " << v.temporal_patch << "\n" << in

@@ -421,7 +421,8 @@ TEST(Families, SparseAttentionAndMiniMax) {
   for (const ModelSpec& m : {*v32, *glm5, *mm2}) ExpectReadsBack(m);
 }
 
-// Qwen2-VL and Qwen2.5-VL (transformers modeling_qwen2_vl.py, modeling_qwen2_5_vl.py): a
+// Qwen2-VL, Qwen2.5-VL and Gemma 3 (transformers modeling_qwen2_vl.py, modeling_qwen2_5_vl.py,
+// modeling_gemma3.py): a
 // qwen2 text tower and a ViT whose parameters are counted apart. On the meta device
 // transformers counts Qwen2.5-VL-7B at 8,292,166,656, 676,550,144 of them in model.visual
 // (32 SwiGLU blocks of 1,280 with RMSNorms, a Conv3d patch embedding, a 5,120-wide merger to
@@ -459,6 +460,18 @@ TEST(Families, QwenVisionLanguage) {
   EXPECT_EQ(CountParams(*nested).total, c.total);
   EXPECT_EQ(CountParams(*nested).vision, c.vision);
   for (const ModelSpec& m : {*a, *q2, *nested}) ExpectReadsBack(m);
+  // Gemma 3 4B (google/gemma-3-4b-it config.json): transformers counts 4,300,079,472 on the
+  // meta device, 419,816,304 of them in the SigLIP tower and the projector.
+  auto g3 = FromJson(R"({"architectures":["Gemma3ForConditionalGeneration"],"model_type":"gemma3","mm_tokens_per_image":256,
+    "text_config":{"hidden_size":2560,"intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34,
+    "num_attention_heads":8,"num_key_value_heads":4,"head_dim":256,"sliding_window":1024,"vocab_size":262208,
+    "rope_scaling":{"factor":8.0,"rope_type":"linear"}},"torch_dtype":"bfloat16",
+    "vision_config":{"hidden_size":1152,"image_size":896,"intermediate_size":4304,"model_type":"siglip_vision_model",
+    "num_attention_heads":16,"num_hidden_layers":27,"patch_size":14,"vision_use_head":false}})");
+  ASSERT_TRUE(g3.ok()) << g3.status().message();
+  EXPECT_EQ(CountParams(*g3).vision, 419'816'304);
+  EXPECT_EQ(CountParams(*g3).total + CountParams(*g3).vision, 4'300'079'472);
+  ExpectReadsBack(*g3);
 }
 
 // Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
