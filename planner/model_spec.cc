@@ -91,11 +91,7 @@ int64_t LargestParam(const ModelSpec& m) {
 int64_t VisionParams(const ModelSpec& m) {
   const ModelSpec::VisionTower& v = m.vision;
   if (v.kind.empty()) return 0;
-  // transformers modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: a Conv3d patch embedding
-  // without bias; blocks of two norms, qkv and proj with biases, and an MLP with biases
-  // (Qwen2-VL: fc1/fc2 with LayerNorms; Qwen2.5-VL: SwiGLU with RMSNorms); a merger of a
-  // norm and Linear(w m^2, w m^2) + Linear(w m^2, out), biased.
-  const int64_t w = v.width, f = v.intermediate, merged = w * v.merge * v.merge;
+  const int64_t w = v.width, f = v.intermediate;
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
     // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o
@@ -105,6 +101,11 @@ int64_t VisionParams(const ModelSpec& m) {
     const int64_t block = 2 * (2 * w) + 4 * (w * w + w) + (f * w + f) + (w * f + w);
     return (v.in_channels * v.patch * v.patch * w + w) + side * side * w + v.depth * block + 2 * w + (w * v.out + w);
   }
+  // transformers modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: a Conv3d patch embedding
+  // without bias; blocks of two norms, qkv and proj with biases, and an MLP with biases
+  // (Qwen2-VL: fc1/fc2 with LayerNorms; Qwen2.5-VL: SwiGLU with RMSNorms); a merger of a
+  // norm and Linear(w m^2, w m^2) + Linear(w m^2, out), biased.
+  const int64_t merged = w * v.merge * v.merge;
   const bool v25 = v.kind == "qwen2_5_vl";
   const int64_t norm = v25 ? w : 2 * w;
   const int64_t mlp = v25 ? 2 * (f * w + f) + w * f + w : (f * w + f) + (w * f + w);

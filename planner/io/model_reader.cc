@@ -514,6 +514,11 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   return r.doc.ErrorAt(attn["attn_impl"], "attn_config.attn_impl: expected \"torch\", \"triton\" or \"flash\", got \"" + *impl + "\"");
 }
 
+// Vision encoders far past any real one (SigLIP-so400m: 27 x 1,152; Qwen2.5-VL: 32 x 1,280)
+// are refused before their counts could overflow.
+constexpr int64_t kMaxVisionWidth = int64_t{1} << 16;
+constexpr int64_t kMaxVisionDepth = 1024;
+
 // The vision_config of Qwen2-VL (transformers Qwen2VLVisionConfig: embed_dim, mlp_ratio, and
 // hidden_size for the merger's output) and Qwen2.5-VL (Qwen2_5_VLVisionConfig: hidden_size,
 // intermediate_size, out_hidden_size), with their classes' defaults; in_chans is the name the
@@ -523,19 +528,19 @@ Status ReadQwenVision(const Document& doc, const YAML::Node& node, const std::st
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
   const Reader r{doc, cfg};
   v.kind = kind;
-  SP_ASSIGN_OR_RETURN(v.depth, r.Int("depth", 32, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("depth", 32, 1, kMaxVisionDepth));
   SP_ASSIGN_OR_RETURN(int64_t chans, r.Int("in_chans", 3, 1, 64));
   SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("in_channels", chans, 1, 64));
-  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 1024));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 256));
   SP_ASSIGN_OR_RETURN(v.temporal_patch, r.Int("temporal_patch_size", 2, 1, 64));
-  SP_ASSIGN_OR_RETURN(v.merge, r.Int("spatial_merge_size", 2, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.merge, r.Int("spatial_merge_size", 2, 1, 16));
   if (kind == "qwen2_5_vl") {
-    SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 3584, 1, kMaxDim));
-    SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 3420, 1, kMaxDim));
+    SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 3584, 1, kMaxVisionWidth));
+    SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 3420, 1, kMaxVisionWidth));
     SP_ASSIGN_OR_RETURN(v.out, r.Int("out_hidden_size", 3584, 1, kMaxDim));
   } else {
-    SP_ASSIGN_OR_RETURN(v.width, r.Int("embed_dim", 1280, 1, kMaxDim));
-    SP_ASSIGN_OR_RETURN(std::optional<double> ratio, doc.Number(cfg, "mlp_ratio", 0.01, 1024));
+    SP_ASSIGN_OR_RETURN(v.width, r.Int("embed_dim", 1280, 1, kMaxVisionWidth));
+    SP_ASSIGN_OR_RETURN(std::optional<double> ratio, doc.Number(cfg, "mlp_ratio", 0.01, 64));
     v.intermediate = static_cast<int64_t>(static_cast<double>(v.width) * ratio.value_or(4.0));
     SP_ASSIGN_OR_RETURN(v.out, r.Int("hidden_size", 3584, 1, kMaxDim));
   }
@@ -549,11 +554,11 @@ Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
   const Reader r{doc, cfg};
   v.kind = "gemma3";
-  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 27, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1152, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4304, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 1024));
-  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 896, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 27, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1152, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4304, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 256));
+  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 896, 1, 1 << 14));
   SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
   return Status::Ok();
 }

@@ -282,14 +282,16 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     if (v.kind == "qwen2_5_vl")
       vs << in << "hidden_size: " << v.width << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in
          << "out_hidden_size: " << v.out << "\n";
-    else  // mlp_ratio as the exact quotient, so the reader rebuilds the same width
-      vs << in << "embed_dim: " << v.width << "\n" << in << "mlp_ratio: " << std::setprecision(17) << (v.width > 0 ? static_cast<double>(v.intermediate) / v.width : 4.0)
+    else  // mlp_ratio such that int(width x ratio), the reader's (and transformers') rule, is the same width
+      vs << in << "embed_dim: " << v.width << "\n" << in << "mlp_ratio: " << std::setprecision(17)
+         << (v.intermediate % v.width == 0 ? static_cast<double>(v.intermediate / v.width)
+                                           : (static_cast<double>(v.intermediate) + 0.5) / static_cast<double>(v.width))
          << "\n" << in << "hidden_size: " << v.out << "\n";
     out += vs.str();
   }
   if (m.quant.quantized()) {
     std::ostringstream q;
-    Quantization(q, std::string(static_cast<size_t>(indent), ' '), m.quant);
+    Quantization(q, pad, m.quant);
     out += q.str();
   }
   return out;
