@@ -92,6 +92,16 @@ int64_t VisionParams(const ModelSpec& m) {
   const ModelSpec::VisionTower& v = m.vision;
   if (v.kind.empty()) return 0;
   const int64_t w = v.width, f = v.intermediate;
+  if (v.kind == "mistral3") {
+    // transformers PixtralVisionModel and Mistral3MultiModalProjector: a patch Conv2d and
+    // RMSNorms without biases, blocks of q/k/v/o and a SwiGLU MLP without biases; the
+    // projector's norm, patch merger Linear(w m^2, w) and two Linears to the text width
+    // (biased under multimodal_projector_bias). Mistral Small 3.1's counts 438,958,080.
+    const int64_t block = 2 * w + 4 * w * w + 3 * f * w;
+    const int64_t bias = v.projector_bias ? 2 * v.out : 0;
+    return v.in_channels * v.patch * v.patch * w + w + v.depth * block + w + w * v.merge * v.merge * w + w * v.out +
+           v.out * v.out + bias;
+  }
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
     // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o

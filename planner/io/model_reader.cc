@@ -563,6 +563,23 @@ Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
   return Status::Ok();
 }
 
+// Mistral 3's Pixtral encoder (PixtralVisionConfig under Mistral3Config; Mistral Small 3.1's
+// values as defaults) and the projector's settings, which sit at the top of the config.
+Status ReadPixtralVision(const Document& doc, const YAML::Node& root, ModelSpec::VisionTower& v) {
+  const YAML::Node cfg = root["vision_config"];
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg}, top{doc, root};
+  v.kind = "mistral3";
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 24, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1024, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4096, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 256));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.merge, top.Int("spatial_merge_size", 2, 1, 16));
+  SP_ASSIGN_OR_RETURN(v.projector_bias, top.Bool("multimodal_projector_bias", false));
+  return Status::Ok();
+}
+
 // GPT-2, GPT-NeoX, OPT, BLOOM and MPT: LayerNorm, a plain MLP, and heads that split the
 // hidden size (their configs carry no head_dim).
 bool GptStyle(const std::string& type) {
@@ -846,6 +863,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     // Gemma 3's vision encoder is counted apart when the file gives its vision_config.
     if (*type == "gemma3" && root["vision_config"].IsDefined() && !root["vision_config"].IsNull())
       SP_RETURN_IF_ERROR(ReadSiglipVision(doc, root["vision_config"], vision));
+    if (*type == "mistral3" && root["vision_config"].IsDefined() && !root["vision_config"].IsNull())
+      SP_RETURN_IF_ERROR(ReadPixtralVision(doc, root, vision));
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
@@ -990,7 +1009,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
   m.vision = vision;
-  if (m.vision.kind == "gemma3") m.vision.out = m.hidden;  // the projector's output
+  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3") m.vision.out = m.hidden;  // the projector's output
   Status valid = ValidateModel(m);
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());
   // Multimodal configs keep quantization_config at the top, next to text_config.

@@ -101,19 +101,23 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
 
 std::string ModelToYaml(const ModelSpec& m, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
-  if (m.vision.kind == "gemma3") {
-    // Gemma 3 nests its text tower in text_config, beside vision_config and, at the top,
-    // quantization_config.
+  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3") {
+    // Gemma 3 and Mistral 3 nest their text tower in text_config, beside vision_config and,
+    // at the top, quantization_config (and Mistral 3's projector settings).
     ModelSpec text = m;
     text.vision = {};
     text.quant = {};
     const ModelSpec::VisionTower& v = m.vision;
     std::ostringstream g;
-    g << pad << "model_type: gemma3\n" << pad << "text_config:\n" << ModelToYaml(text, indent + 2) << pad << "vision_config:\n";
+    g << pad << "model_type: " << v.kind << "\n" << pad << "text_config:\n" << ModelToYaml(text, indent + 2);
+    if (v.kind == "mistral3")
+      g << pad << "spatial_merge_size: " << v.merge << "\n" << pad << "multimodal_projector_bias: "
+        << (v.projector_bias ? "true" : "false") << "\n";
     const std::string in = pad + "  ";
-    g << in << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in
-      << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
-      << "image_size: " << v.image << "\n" << in << "num_channels: " << v.in_channels << "\n";
+    g << pad << "vision_config:\n" << in << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width
+      << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
+      << "num_channels: " << v.in_channels << "\n";
+    if (v.kind == "gemma3") g << in << "image_size: " << v.image << "\n";
     if (m.quant.quantized()) Quantization(g, pad, m.quant);
     return g.str();
   }

@@ -421,8 +421,8 @@ TEST(Families, SparseAttentionAndMiniMax) {
   for (const ModelSpec& m : {*v32, *glm5, *mm2}) ExpectReadsBack(m);
 }
 
-// Qwen2-VL, Qwen2.5-VL and Gemma 3 (transformers modeling_qwen2_vl.py, modeling_qwen2_5_vl.py,
-// modeling_gemma3.py): a
+// Qwen2-VL, Qwen2.5-VL, Gemma 3 and Mistral 3 (transformers modeling_qwen2_vl.py,
+// modeling_qwen2_5_vl.py, modeling_gemma3.py, modeling_mistral3.py): a
 // qwen2 text tower and a ViT whose parameters are counted apart. On the meta device
 // transformers counts Qwen2.5-VL-7B at 8,292,166,656, 676,550,144 of them in model.visual
 // (32 SwiGLU blocks of 1,280 with RMSNorms, a Conv3d patch embedding, a 5,120-wide merger to
@@ -472,6 +472,18 @@ TEST(Families, QwenVisionLanguage) {
   EXPECT_EQ(CountParams(*g3).vision, 419'816'304);
   EXPECT_EQ(CountParams(*g3).total + CountParams(*g3).vision, 4'300'079'472);
   ExpectReadsBack(*g3);
+  // Mistral Small 3.1 (Mistral3ForConditionalGeneration): the Pixtral encoder (24 blocks of
+  // 1,024, SwiGLU 4,096, no biases) and the projector's patch merger and two Linears to 5,120:
+  // 438,958,080 in transformers' meta-device count.
+  auto m3 = FromJson(R"({"model_type":"mistral3","spatial_merge_size":2,"multimodal_projector_bias":false,
+    "projector_hidden_act":"gelu","vision_feature_layer":-1,"text_config":{"head_dim":128,"hidden_size":5120,
+    "intermediate_size":32768,"model_type":"mistral","num_attention_heads":32,"num_hidden_layers":40,
+    "num_key_value_heads":8,"vocab_size":131072,"sliding_window":null},"vision_config":{"head_dim":64,
+    "hidden_size":1024,"image_size":1540,"intermediate_size":4096,"model_type":"pixtral","num_attention_heads":16,
+    "num_channels":3,"num_hidden_layers":24,"patch_size":14}})");
+  ASSERT_TRUE(m3.ok()) << m3.status().message();
+  EXPECT_EQ(CountParams(*m3).vision, 438'958'080);
+  ExpectReadsBack(*m3);
 }
 
 // Configs that carry another family under their own name: Kimi K2 (model_type kimi_k2) is
