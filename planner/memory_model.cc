@@ -212,8 +212,8 @@ void AddVisionEncoder(const MemoryContext& ctx, const StageShape& s, std::vector
   if (params == 0 || !s.first) return;
   const bool training = ctx.w.training();
   const double split = !training ? ctx.l.tp : ctx.l.zero >= 3 ? DenseShardDegree(ctx.l) : 1;
-  // Trainers load it in the run's compute dtype (fp8 runs keep bf16 weights); serving, as shipped.
-  const double bytes = training ? (ctx.w.precision == Dtype::kFp8 ? 2.0 : DtypeBytes(ctx.w.precision)) : DtypeBytes(ctx.m.dtype);
+  // Trainers load it as their working weights; serving, as shipped.
+  const double bytes = training ? WeightBytes(ctx.w) : DtypeBytes(ctx.m.dtype);
   out.push_back({"vision_encoder", static_cast<int64_t>(bytes * static_cast<double>(params) / split), ctx.m.vision.depth,
                  Phase::kSetup, training ? Phase::kStep : Phase::kForward, Pool::kTorch,
                  "the frozen vision encoder and merger; images' encoding not priced"});

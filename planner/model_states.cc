@@ -29,8 +29,6 @@ struct States {
   }
 };
 
-// Working-weight bytes per element (what the forward reads).
-double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
 // An fp32 master copy beside the working weights (mixed precision).
 bool MixedPrecision(const MemoryContext& ctx) { return ctx.w.precision != Dtype::kFp32 && ctx.r.master_weights; }
 // Bytes of a trained parameter or its gradient as the optimizer sees it: fp32 under mixed

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/deepspeed_buckets.h"
+#include "planner/recipe.h"
 
 namespace shardplan::validate {
 namespace {
@@ -105,7 +106,9 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
   s.training = w.training();
   const int64_t seqs = s.training ? l.mbs : (l.batch > 0 ? l.batch : w.inference.batch);
   int64_t tokens = seqs * (s.training ? w.seq_len : w.inference.prompt_len);
-  if (!s.training) tokens = std::min(tokens, kServingBatchedTokens);  // prefill is chunked
+  // A serving step forwards at most max_num_batched_tokens: the memory model's own profile
+  // (planner/recipe.h), by release and flag.
+  if (!s.training) tokens = std::min(tokens, ResolveServingProfile(w, plan.cluster.gpu).tokens);
   s.tokens = tokens / std::max(l.cp, 1);
   s.micro = s.training ? std::max(l.grad_accum, 1) : 1;
   s.act_bytes = s.param_bytes = w.precision == Dtype::kFp32 ? 4 : 2;

@@ -25,9 +25,6 @@ constexpr int64_t kDdpBucketBytes = defaults::kDdpBucketBytes;
 constexpr int64_t kMegatronMinBucketElems = 40'000'000;
 constexpr int64_t kMegatronBucketElemsPerRank = 1'000'000;
 
-// One serving step forwards at most vLLM's max_num_batched_tokens.
-constexpr int64_t kServingBatchedTokens = defaults::kVllmBatchedTokens;
-
 // What the sizes of one rank's collectives depend on.
 struct CommShape {
   bool training = true;

@@ -860,11 +860,11 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   m.name = display_name;
   ModelSpec::VisionTower vision;
   if (const auto tower = kTextTowers.find(*type); tower != kTextTowers.end()) {
-    // Gemma 3's vision encoder is counted apart when the file gives its vision_config.
-    if (*type == "gemma3" && root["vision_config"].IsDefined() && !root["vision_config"].IsNull())
-      SP_RETURN_IF_ERROR(ReadSiglipVision(doc, root["vision_config"], vision));
-    if (*type == "mistral3" && root["vision_config"].IsDefined() && !root["vision_config"].IsNull())
-      SP_RETURN_IF_ERROR(ReadPixtralVision(doc, root, vision));
+    // Gemma 3's and Mistral 3's vision encoders are counted apart when the file gives them.
+    if (const YAML::Node vc = root["vision_config"]; vc.IsDefined() && !vc.IsNull()) {
+      if (*type == "gemma3") SP_RETURN_IF_ERROR(ReadSiglipVision(doc, vc, vision));
+      if (*type == "mistral3") SP_RETURN_IF_ERROR(ReadPixtralVision(doc, root, vision));
+    }
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
