@@ -34,11 +34,16 @@ nlohmann::json ToJson(const ModelSpec& m, const ParamCounts& c) {
                 {"experts", m.experts}, {"experts_per_token", m.experts_per_token},
                 {"expert_intermediate", m.expert_intermediate}, {"moe_layers", m.moe_layer_count()},
                 {"attention", m.attention == AttentionKind::kMla ? "mla" : "gqa"}, {"dtype", DtypeName(m.dtype)}};
+  if (m.is_hybrid()) {  // one mixer per block, in HF's hybrid_override_pattern letters
+    j["model"]["hybrid_pattern"] = m.hybrid;
+    j["model"]["mamba"] = {{"heads", m.mamba.heads}, {"head_dim", m.mamba.head_dim}, {"state", m.mamba.state},
+                           {"groups", m.mamba.groups}, {"conv_kernel", m.mamba.conv_kernel}};
+  }
   j["params_total"] = c.total;
   j["params_active"] = c.active;
   if (c.vision > 0) j["params_vision"] = c.vision;  // a VLM's vision encoder, outside the text totals
-  j["params"] = {{"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mlp", c.mlp},
-                 {"experts", c.experts}, {"shared_experts", c.shared_experts}, {"router", c.router},
+  j["params"] = {{"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mamba", c.mamba},
+                 {"mlp", c.mlp}, {"experts", c.experts}, {"shared_experts", c.shared_experts}, {"router", c.router},
                  {"norms", c.norms}, {"head", c.head}};
   for (const WeightFormat& f : kFormats) {
     const double bytes = f.bytes * static_cast<double>(c.total);
@@ -63,11 +68,17 @@ void PrintText(const ModelSpec& m, const ParamCounts& c) {
   std::cout << m.name << " (" << m.model_type << "): " << m.layers << " layers, hidden " << m.hidden << ", "
             << m.heads << " heads / " << m.kv_heads << " KV heads of " << m.head_dim << ", vocab " << m.vocab;
   if (m.is_moe()) std::cout << ", " << m.experts << " experts top-" << m.experts_per_token << " on " << m.moe_layer_count() << " layers";
+  if (m.is_hybrid()) {
+    const auto count = [&](char c) { return std::to_string(std::count(m.hybrid.begin(), m.hybrid.end(), c)); };
+    std::cout << "\nhybrid blocks: " << count('M') << " Mamba-2 (" << m.mamba.heads << " heads of " << m.mamba.head_dim
+              << ", state " << m.mamba.state << "), " << count('*') << " attention, " << count('-') << " MLP, " << count('E')
+              << " MoE";
+  }
   std::cout << "\n\n";
   Table t({"part", "parameters", "share"});
   const std::pair<const char*, int64_t> parts[] = {
-      {"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mlp", c.mlp},
-      {"experts", c.experts}, {"shared experts", c.shared_experts}, {"router", c.router}, {"norms", c.norms},
+      {"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mamba", c.mamba},
+      {"mlp", c.mlp}, {"experts", c.experts}, {"shared experts", c.shared_experts}, {"router", c.router}, {"norms", c.norms},
       {"head", c.head}};
   for (const auto& [name, n] : parts)
     if (n > 0) t.Row({name, Thousands(n), Pct(n, c.total)});

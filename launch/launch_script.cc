@@ -245,7 +245,9 @@ std::string Hostfile(const JobShape& s) {
 
 StatusOr<Emitted> LaunchScripts(const Plan& plan, const JobShape& s, Launcher launcher,
                                 Format entry, const LaunchOptions& opt) {
-  const Program p = ProgramFor(entry);
+  Program p = ProgramFor(entry);
+  // Megatron-LM trains hybrid (Mamba) models with its own entry point.
+  if (entry == Format::kMegatron && plan.model.is_hybrid()) p.default_script = "pretrain_mamba.py";
   const bool sbatch = launcher == Launcher::kSlurm;
   std::string body;
   switch (launcher) {

@@ -25,7 +25,8 @@ void ModelFlags(const ModelSpec& m, Flags& f) {
   if (m.max_positions > 0) Add(f, "--max-position-embeddings", m.max_positions);
   if (m.mlp == MlpKind::kGated) Add(f, "--swiglu");
   if (m.norm == NormKind::kRms) f.emplace_back("--normalization RMSNorm");
-  if (m.position == PositionKind::kRotary) f.emplace_back("--position-embedding-type rope");
+  if (m.is_hybrid()) f.emplace_back("--position-embedding-type none");  // Nemotron-H's attention has no RoPE
+  else if (m.position == PositionKind::kRotary) f.emplace_back("--position-embedding-type rope");
   if (!m.tied_embeddings) Add(f, "--untie-embeddings-and-output-weights");
   if (!m.qkv_bias && !m.mlp_bias && !m.o_bias) Add(f, "--disable-bias-linear");
   if (m.qkv_bias && !m.mlp_bias) Add(f, "--add-qkv-bias");
@@ -35,6 +36,22 @@ void ModelFlags(const ModelSpec& m, Flags& f) {
     Add(f, "--moe-ffn-hidden-size", m.expert_intermediate);
     Add(f, "--moe-grouped-gemm");
     f.emplace_back("--moe-token-dispatcher-type alltoall");
+    if (m.is_hybrid()) {  // Nemotron-H: a shared expert, a sigmoid router with its expert bias
+      Add(f, "--moe-shared-expert-intermediate-size", m.shared_intermediate);
+      Add(f, "--moe-router-enable-expert-bias");
+      f.emplace_back("--moe-router-score-function sigmoid");
+      if (m.moe_latent > 0) Add(f, "--moe-latent-size", m.moe_latent);
+    }
+  }
+  if (m.is_hybrid()) {
+    // pretrain_mamba.py's hybrid stack (Megatron-LM arguments.py): one block per pattern
+    // letter, Mamba-2 mixers of the given heads and groups, squared-ReLU MLPs, no RoPE.
+    f.emplace_back("--hybrid-override-pattern " + m.hybrid);
+    Add(f, "--mamba-num-heads", m.mamba.heads);
+    Add(f, "--mamba-head-dim", m.mamba.head_dim);
+    Add(f, "--mamba-state-dim", m.mamba.state);
+    Add(f, "--mamba-num-groups", m.mamba.groups);
+    Add(f, "--squared-relu");
   }
 }
 
@@ -144,7 +161,8 @@ StatusOr<Emitted> MegatronArgs(const Plan& plan, const JobShape& s) {
   Emitted out;
   std::string t = "# shellcheck shell=bash\n";
   t += "# Megatron-LM arguments for " + plan.model.name + ", written by shardplan emit.\n";
-  t += "# Usage: source megatron_args.sh, then run pretrain_gpt.py \"${MEGATRON_ARGS[@]}\"\n";
+  t += std::string("# Usage: source megatron_args.sh, then run ") + (plan.model.is_hybrid() ? "pretrain_mamba.py" : "pretrain_gpt.py") +
+       " \"${MEGATRON_ARGS[@]}\"\n";
   t += "# followed by your data and tokenizer arguments (--data-path, --tokenizer-type, ...).\n";
   t += "# shellcheck disable=SC2034  # used by the script that sources this file\n";
   t += "MEGATRON_ARGS=(\n";

@@ -96,11 +96,29 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   // which that product's gradient reads. Megatron-core multiplies the probabilities inside
   // the activation instead (experts.py activation_func_with_probs, weighted SwiGLU), so
   // its unpermute saves nothing more.
-  const double combine = ctx.l.framework == Framework::kMegatron ? 0 : 2 * d.h;
-  bytes += k * RoutedTokens(ctx, d) * (d.gi * d.h + MlpInner(ctx, fe, d.gi) + combine);  // fe is already split by ETP
+  // Nemotron 3 Super's experts work in the latent width between fc1_latent_proj and
+  // fc2_latent_proj, whose input (the combined latent) is saved too.
+  const double ew = static_cast<double>(m.expert_width());
+  const double combine = ctx.l.framework == Framework::kMegatron ? 0 : 2 * ew;
+  bytes += k * RoutedTokens(ctx, d) * (d.gi * ew + MlpInner(ctx, fe, d.gi) + combine);  // fe is already split by ETP
+  if (m.moe_latent > 0) bytes += d.gi * sb * ew;
   if (m.shared_experts > 0)
     bytes += sb * MlpInner(ctx, static_cast<double>(m.shared_experts * m.shared_intermediate), d.gi) / d.t;
   return bytes;
+}
+
+// A Mamba-2 mixer (Megatron mamba_mixer.py and transformers NemotronHMamba2Mixer, both on
+// mamba_ssm's mamba_split_conv1d_scan_combined): the block's norm input and in_proj's input,
+// in_proj's output (z, x, B, C, dt) and the scan's output y, which the fused function saves
+// (it recomputes the conv and the chunk states in backward), and an fp32 rstd per group.
+// Megatron runs out_proj as its own linear, which saves the gated, normed y as well;
+// transformers passes out_proj's weight into the fused function instead.
+double MambaBytes(const MemoryContext& ctx, const Dims& d) {
+  const ModelSpec::Mamba& x = ctx.m.mamba;
+  const double sb = d.s * d.b, inner = static_cast<double>(x.inner());
+  double split = 2 * sb * static_cast<double>(x.in_proj()) + 2 * sb * inner + 4 * sb * static_cast<double>(x.groups);
+  if (MegatronModelCode(ctx.l)) split += d.gi * sb * inner;
+  return NormPair(d) * sb * d.h / d.sp_div + split / d.t;
 }
 
 // torchtitan's per-op SAC (activation_checkpoint.py, _save_list) saves every other matmul
@@ -109,7 +127,7 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
 // about half of what no recomputation would.
 double TorchtitanSelectiveBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, double none_bytes) {
   const ModelSpec& m = ctx.m;
-  if (m.is_moe_layer(layer) || m.attention == AttentionKind::kMla) return none_bytes / 2;
+  if (m.is_moe_layer(layer) || m.attention == AttentionKind::kMla || m.is_hybrid()) return none_bytes / 2;
   const double sb = d.s * d.b;
   const double replicated = 2 * sb * d.h + 2 * sb * d.h;  // block input, w2 output (the residual branch)
   const double split = 2 * sb * static_cast<double>(2 * m.q_width() + m.kv_width() + m.intermediate) +
@@ -137,9 +155,13 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   const uint32_t mods = ctx.l.ac_modules;
   const double sb = d.s * d.b;
   const bool moe = m.is_moe_layer(layer);
+  // A hybrid's block holds one mixer and one norm; Mamba-2 blocks have no module to recompute.
+  const bool attention = m.has_attention(layer);
+  if (m.is_mamba(layer)) return (mods & kAcLayernorm) ? 2 * sb * d.h / d.sp_div : 0;
   double drop = 0;
-  if (mods & kAcCoreAttn) drop += ScoreBytes(ctx, d) / d.t;  // the LSE under flash, else the softmax
-  if (mods & kAcLayernorm) drop += 2 * 2 * sb * d.h / d.sp_div;  // the two norms' outputs
+  if ((mods & kAcCoreAttn) && attention) drop += ScoreBytes(ctx, d) / d.t;  // the LSE under flash, else the softmax
+  if (mods & kAcLayernorm) drop += (m.is_hybrid() ? 1 : 2) * 2 * sb * d.h / d.sp_div;  // the norms' outputs
+  if (m.is_hybrid() && attention) return drop;
   if ((mods & kAcMlaUpProj) && m.attention == AttentionKind::kMla)
     drop += 2 * sb * static_cast<double>(m.heads) *
             static_cast<double>(2 * (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim) / d.t;
@@ -166,19 +188,24 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const Dims d = DimsFor(ctx);
   const double input = 2 * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
-  double attn = AttentionBytes(ctx, d, NormPair(d));
-  double mlp = MlpBytes(ctx, layer, d);
+  const ModelSpec& m = ctx.m;
+  // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE.
+  const bool attention = m.has_attention(layer), mamba = m.is_mamba(layer);
+  const bool mlp_part = !m.is_hybrid() || (!attention && !mamba);
+  double attn = attention ? AttentionBytes(ctx, d, NormPair(d)) : mamba ? MambaBytes(ctx, d) : 0;
+  double mlp = mlp_part ? MlpBytes(ctx, layer, d) : 0;
   // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
   // compiled, the upcast is fused into the norm and recomputed.
-  double norms = HfStyle(ctx.l) && ctx.m.norm == NormKind::kRms && !ctx.r.compile
-                     ? ctx.m.norms_per_layer * 4 * d.s * d.b * d.h / d.sp_div : 0;
+  const int block_norms = m.is_hybrid() ? 1 : m.norms_per_layer;
+  double norms = HfStyle(ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile
+                     ? block_norms * 4 * d.s * d.b * d.h / d.sp_div : 0;
   double total = attn + mlp + norms;
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's
     // output and the norm outputs (torchtitan op-level SAC; Megatron core attention, which
     // with flash attention holds only the LSE).
     const double sb = d.s * d.b;
-    const double f = static_cast<double>(ctx.m.is_moe_layer(layer) ? 0 : ctx.m.intermediate);
+    const double f = static_cast<double>(ctx.m.has_mlp(layer) ? ctx.m.intermediate : 0);
     // Plain FSDP2 users get the same from torch's selective checkpoint policy (per-op SAC).
     if (ctx.l.framework == Framework::kTorchtitan || (ctx.l.framework == Framework::kFsdp && ctx.l.stack == Stack::kNative)) {
       total = TorchtitanSelectiveBytes(ctx, layer, d, total);

@@ -87,6 +87,15 @@ constexpr double kScorePasses = 4;
 constexpr double kPermutePasses = 4;
 // FP8 (Transformer Engine): each GEMM input is read in bf16 and written in fp8: 3 bytes.
 constexpr double kFp8CastBytes = 3;
+// Mamba-2's chunked SSD forward (mamba_ssm ssd_combined.py: chunk_cumsum, chunk_state,
+// state_passing, bmm_chunk, chunk_scan) reads x twice, B twice and C twice and writes y:
+// 3 x inner + 4 x groups x state elements per token; the fp32 chunk states, heads x head_dim
+// x state per chunk, are written, read and written again by state passing, and read by the
+// scan: 4 passes. Its backward (_mamba_chunk_scan_combined_bwd) recomputes four of those
+// kernels and runs nine more (dstates, state passing, dx, dB, dC, dCB, two bmm_chunk_bwd,
+// ddA), each reading x, B, C, dout or the fp32 states again: about 3x the forward's bytes.
+constexpr double kSsdStatePasses = 4;
+constexpr double kSsdBackwardRatio = 3;
 
 // ---- Hardware ----
 
@@ -191,7 +200,9 @@ void MlpGemms(const LayerShape& x, bool moe, Forward* f) {
   const double local_experts = static_cast<double>(m.experts) / x.ep;
   const double rows = defaults::kMoeImbalance * T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
-  f->gemm += Gemm(x.hw, lp, rows, up * fe, h, local_experts) + Gemm(x.hw, lp, rows, h, fe, local_experts);
+  const double ew = static_cast<double>(m.expert_width());  // the latent width, where the experts use one
+  f->gemm += Gemm(x.hw, lp, rows, up * fe, ew, local_experts) + Gemm(x.hw, lp, rows, ew, fe, local_experts);
+  if (m.moe_latent > 0) f->gemm += Gemm(x.hw, lp, T, ew, h) + Gemm(x.hw, lp, T, h, ew);
   if (m.shared_experts > 0) {
     const double fs = static_cast<double>(m.shared_experts * m.shared_intermediate) / tp;
     f->gemm += Gemm(x.hw, lp, T, up * fs, h) + Gemm(x.hw, lp, T, h, fs);
@@ -228,6 +239,27 @@ void AttentionCore(const LayerShape& x, Forward* f) {
   f->attn += MemSeconds(x.hw, x.tokens * heads * x.seq * x.act * kScorePasses);
 }
 
+// A Mamba-2 block: in_proj and out_proj (column- and row-parallel over TP, as Megatron's
+// MambaMixer splits heads and groups), the SSD scan at the fused-attention kernels' rate or
+// its memory traffic, whichever is slower, and the pointwise work: one norm and residual, the
+// conv and SiLU over x, B and C, the gated RMSNorm over y.
+void MambaBlock(const LayerShape& x, Forward* f) {
+  const ModelSpec& m = x.m;
+  const ModelSpec::Mamba& mb = m.mamba;
+  const double T = x.tokens, h = m.hidden, tp = x.tp;
+  const double inner = static_cast<double>(mb.inner()), bc = 2.0 * static_cast<double>(mb.groups * mb.state);
+  f->gemm += Gemm(x.hw, x.fp8, T, static_cast<double>(mb.in_proj()) / tp, h) + Gemm(x.hw, x.fp8, T, h, inner / tp);
+  const double flops = T * SsdFlopsPerToken(m) / tp;
+  const double states = T / static_cast<double>(mb.chunk) * inner * static_cast<double>(mb.state) * 4 * kSsdStatePasses;
+  const double bytes = T * (3 * inner + 2 * bc) * x.act + states;
+  const double scan = std::max(flops / (x.hw.peak16 * x.hw.attention), MemSeconds(x.hw, bytes / tp));
+  f->attn += scan;
+  f->attn_bwd += kSsdBackwardRatio * scan;
+  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  const double elems = e.h / 2 * h / (x.sp ? tp : 1) + e.qkv * (inner + bc + inner) / tp;
+  f->elem += MemSeconds(x.hw, T * elems * x.act);
+}
+
 // Ring attention's per-step merges of partial results, forward and backward.
 void RingMerges(const LayerShape& x, Forward* f) {
   if (x.cp <= 1 || !x.flash) return;
@@ -241,7 +273,9 @@ void RingMerges(const LayerShape& x, Forward* f) {
   f->attn_bwd += MemSeconds(x.hw, bytes * (heads * QkDim(m) + kv));
 }
 
-void Elementwise(const LayerShape& x, bool moe, Forward* f) {
+// The non-matmul passes of a block: a transformer's both halves, or a hybrid block's one
+// (half the norm and residual traffic, and only its own half's projections).
+void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forward* f) {
   const ModelSpec& m = x.m;
   const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
   const double tp = x.tp, h = m.hidden;
@@ -252,10 +286,11 @@ void Elementwise(const LayerShape& x, bool moe, Forward* f) {
   if (moe) {
     inner = static_cast<double>(m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate);
   }
-  double elems = e.h * h / hidden_split + e.qkv * proj / tp + e.ffn * inner / tp;
-  if (moe) elems += kPermutePasses * m.experts_per_token * h / tp;
+  const double norms = attention && mlp ? 1 : 0.5;
+  double elems = e.h * norms * h / hidden_split + (attention ? e.qkv * proj / tp : 0) + (mlp ? e.ffn * inner / tp : 0);
+  if (moe && mlp) elems += kPermutePasses * m.experts_per_token * static_cast<double>(m.expert_width()) / tp;
   double bytes = x.tokens * elems * x.act;
-  if (x.fp8) bytes += x.tokens * kFp8CastBytes * (2 * h + proj / tp + inner / tp);
+  if (x.fp8) bytes += x.tokens * kFp8CastBytes * (2 * norms * h + (attention ? proj / tp : 0) + (mlp ? inner / tp : 0));
   f->elem += MemSeconds(x.hw, bytes);
 }
 
@@ -338,6 +373,41 @@ double AttendedKeys(const ModelSpec& m, double s, bool causal_skip) {
   return sliding_share * window + (1 - sliding_share) * full;
 }
 
+// Blocks of each kind: attention, dense MLP, MoE, Mamba-2. A transformer's every layer has
+// attention and an MLP or an MoE block; a hybrid's holds one of the four.
+struct BlockCounts {
+  double attention = 0, mlp = 0, moe = 0, mamba = 0;
+};
+
+BlockCounts CountBlocks(const ModelSpec& m, int64_t moe_layer_count) {
+  BlockCounts n;
+  if (!m.is_hybrid()) {
+    n.attention = static_cast<double>(m.layers);
+    n.moe = static_cast<double>(moe_layer_count);
+    n.mlp = n.attention - n.moe;
+    return n;
+  }
+  for (char c : m.hybrid) {
+    n.attention += c == '*';
+    n.mlp += c == '-';
+    n.moe += c == 'E';
+    n.mamba += c == 'M';
+  }
+  return n;
+}
+
+// Per token of one Mamba-2 block: in_proj and out_proj weights, and the SSD's own FLOPs
+// (Dao & Gu 2024, sec. 6): the intra-chunk C.B^T scores, 2 Q N G, their product with x,
+// 2 Q P H, the chunk state, 2 N P H, and the state's contribution to the output, 2 N P H.
+double MambaMatmulParams(const ModelSpec& m) {
+  return static_cast<double>(m.hidden) * static_cast<double>(m.mamba.in_proj() + m.mamba.inner());
+}
+double SsdFlopsPerToken(const ModelSpec& m) {
+  const ModelSpec::Mamba& x = m.mamba;
+  const double q = static_cast<double>(x.chunk), n = static_cast<double>(x.state);
+  return 2 * q * (n * static_cast<double>(x.groups) + static_cast<double>(x.inner())) + 4 * n * static_cast<double>(x.inner());
+}
+
 double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
   const double h = m.hidden, a = m.heads;
   double attn = 0;
@@ -351,17 +421,20 @@ double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
   }
   const double mats = m.mlp == MlpKind::kGated ? 3 : 2;
   const double dense_mlp = mats * h * m.intermediate;
-  const double moe_mlp = mats * h * (m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate) +
-                         h * m.experts;  // router
-  const double moe_layers = static_cast<double>(moe_layer_count);
+  const double latent = m.moe_latent > 0 ? 2 * h * m.moe_latent : 0;  // fc1/fc2_latent_proj
+  const double moe_mlp = mats * (m.experts_per_token * m.expert_intermediate * static_cast<double>(m.expert_width()) +
+                                 h * m.shared_experts * m.shared_intermediate) +
+                         h * m.experts + latent;  // router
+  const BlockCounts n = CountBlocks(m, moe_layer_count);
   const double ew = Width(m);
   const double head = m.vocab * ew + (ew != h ? ew * h : 0);  // OPT's project_out feeds the head
-  return m.layers * attn + (m.layers - moe_layers) * dense_mlp + moe_layers * moe_mlp + head;
+  return n.attention * attn + n.mlp * dense_mlp + n.moe * moe_mlp + n.mamba * MambaMatmulParams(m) + head;
 }
 
 double FlopsPerToken(const ModelSpec& m, int64_t moe_layers, double context, double weight_factor, double passes) {
-  const double attn = 2.0 * m.layers * AttendedKeys(m, context, false) * m.heads * (QkDim(m) + VDim(m));
-  return weight_factor * MatmulParams(m, moe_layers) + passes * attn;
+  const BlockCounts n = CountBlocks(m, moe_layers);
+  const double attn = 2.0 * n.attention * AttendedKeys(m, context, false) * m.heads * (QkDim(m) + VDim(m));
+  return weight_factor * MatmulParams(m, moe_layers) + passes * (attn + n.mamba * SsdFlopsPerToken(m));
 }
 
 double ModelFlops(const ModelSpec& m, const Workload& w, int64_t moe_layers) {
@@ -429,14 +502,21 @@ double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
 
 // ---- One layer, one micro-batch, one GPU ----
 
-Forward LayerForward(const LayerShape& x, bool moe) {
+Forward LayerForward(const LayerShape& x, bool moe, char block) {
   Forward f;
-  AttentionGemms(x, &f);
-  MlpGemms(x, moe, &f);
-  AttentionCore(x, &f);
-  Elementwise(x, moe, &f);
+  if (block == 'M') {
+    MambaBlock(x, &f);
+    return f;
+  }
+  const bool attention = block == 0 || block == '*', mlp = block != '*';
+  if (attention) {
+    AttentionGemms(x, &f);
+    AttentionCore(x, &f);
+  }
+  if (mlp) MlpGemms(x, moe, &f);
+  Elementwise(x, moe, attention, mlp, &f);
   f.attn_bwd = f.attn * (x.flash ? kFlashBackwardRatio : 2);
-  RingMerges(x, &f);
+  if (attention) RingMerges(x, &f);
   return f;
 }
 

@@ -54,6 +54,8 @@ double VDim(const ModelSpec& m);
 // Keys each query attends to, averaged over layers; causal masking halves it when the
 // kernel skips masked blocks (flash), sliding-window layers cap it at the window.
 double AttendedKeys(const ModelSpec& m, double s, bool causal_skip);
+// FLOPs of one Mamba-2 block's SSD scan per token, forward (its projections are matmul weights).
+double SsdFlopsPerToken(const ModelSpec& m);
 // Weight elements one token multiplies (MatmulParamsPerToken), with the MoE layer count given.
 double MatmulParams(const ModelSpec& m, int64_t moe_layer_count);
 // `weight_factor` FLOPs per matmul weight (2 forward, 4 with data gradients, 6 with weight
@@ -94,7 +96,9 @@ struct Forward {
   double attn_bwd = 0;  // backward of the attention core
 };
 
-Forward LayerForward(const LayerShape& x, bool moe);
+// `block` is a hybrid block's letter ('M' Mamba-2, '*' attention, '-' MLP, 'E' MoE), or 0 for
+// a transformer layer's attention and MLP (an MoE block under `moe`).
+Forward LayerForward(const LayerShape& x, bool moe, char block = 0);
 
 // LM head + loss of one micro-batch, forward and backward; the embedding lookup likewise.
 double HeadSeconds(const LayerShape& x);

@@ -26,19 +26,41 @@ constexpr double kSamplerBytesPerLogit = 15.5;
 // attention-backend workspaces, compiled-graph state).
 constexpr int64_t kVllmNonTorchBase = 256 * kMiB;
 
+// Layers of a stage that hold a KV cache: all of a transformer's, a hybrid's attention blocks.
+double KvLayers(const ModelSpec& m, const StageShape& s) {
+  if (!m.is_hybrid()) return s.layers;
+  double n = 0;
+  for (int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) n += m.has_attention(l) ? 1 : 0;
+  return n;
+}
+
 }  // namespace
+
+int64_t MambaStateBytesPerSequence(const ModelSpec& m, const StageShape& s, int tp) {
+  // Per Mamba-2 block and sequence: the conv's last conv_kernel - 1 inputs of x, B and C in the
+  // model's dtype and the SSM state, heads x head_dim x state, in mamba_ssm_cache_dtype (fp32
+  // in Nemotron-H's configs; vLLM mamba_utils.py MambaStateShapeCalculator), both split by TP.
+  const ModelSpec::Mamba& x = m.mamba;
+  if (!m.is_hybrid() || x.heads == 0) return 0;
+  int64_t blocks = 0;
+  for (int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) blocks += m.is_mamba(l) ? 1 : 0;
+  const double conv = static_cast<double>(x.conv_dim()) * static_cast<double>(x.conv_kernel - 1) * DtypeBytes(m.dtype);
+  const double ssm = static_cast<double>(x.inner()) * static_cast<double>(x.state) * DtypeBytes(x.ssm_cache);
+  return static_cast<int64_t>(static_cast<double>(blocks) * (conv + ssm) / std::max(1, tp));
+}
 
 int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s) {
   const ModelSpec& m = ctx.m;
   const double bytes = DtypeBytes(ctx.l.kv_cache);
+  const double layers = KvLayers(m, s);
   if (m.attention == AttentionKind::kMla) {  // one latent + rope key per layer, replicated over TP
     // DSA's indexer keeps its own key per token: fp8, with an fp32 scale per 128 elements
     // (vLLM DeepseekV32IndexerCache: head_dim + head_dim / quant_block_size * 4 bytes).
     const double indexer = m.index_heads > 0 ? m.index_head_dim + m.index_head_dim / 128 * 4.0 : 0;
-    return static_cast<int64_t>(s.layers * (static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * bytes + indexer));
+    return static_cast<int64_t>(layers * (static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim) * bytes + indexer));
   }
   const int64_t kv_per_rank = std::max<int64_t>(1, m.kv_heads / ctx.l.tp);  // replicated when kv < tp
-  return static_cast<int64_t>(2.0 * s.layers * kv_per_rank * m.head_dim * bytes);
+  return static_cast<int64_t>(2.0 * layers * kv_per_rank * m.head_dim * bytes);
 }
 
 double ServedWeightBytes(const MemoryContext& ctx, const StageShape& s) {
@@ -75,6 +97,9 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
   out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
                  Pool::kTorch, "2 x layers x kv heads/TP x head_dim x dtype per token (vLLM kv_cache_interface.py)"});
+  if (const int64_t state = MambaStateBytesPerSequence(m, s, l.tp); state > 0)
+    out.push_back({"ssm_state", state * std::max(1, l.batch), std::max(1, s.layers), Phase::kSetup, Phase::kForward,
+                   Pool::kTorch, "Mamba-2 conv and SSM state per sequence, x Mamba blocks / TP"});
   // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
   // last stage the dummy sampler run that follows, whichever is larger.
   const double t = l.tp;
@@ -106,6 +131,7 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   InferenceMemory kv;
   kv.kv_bytes_per_token = KvBytesPerToken(ctx, s);
   StageShape whole = s;
+  whole.first_layer = 0;
   whole.layers = static_cast<int>(ctx.m.layers);
   Layout single = ctx.l;
   single.tp = 1;
@@ -120,13 +146,19 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   const bool sglang = ctx.w.inference.engine == ServingEngine::kSglang;
   int64_t non_kv = sglang ? 0 : kVllmNonTorchBase;
   for (const MemoryTerm& t : stage.terms) {
-    if (t.name == "kv_cache" || (t.pool != Pool::kTorch && t.pool != Pool::kNonTorch)) continue;
+    if (t.name == "kv_cache" || t.name == "ssm_state" || (t.pool != Pool::kTorch && t.pool != Pool::kNonTorch)) continue;
     if (sglang ? t.name == "activation_workspace" : t.name == "cuda_context") continue;
     non_kv += t.bytes;
   }
   const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
-  if (available > 0 && kv.kv_bytes_per_token > 0) {
+  const int64_t state = MambaStateBytesPerSequence(ctx.m, s, ctx.l.tp);
+  if (available > 0 && state > 0) {
+    // A hybrid's sequences each hold their Mamba state beside their attention blocks' KV.
+    const double context = static_cast<double>(std::max<int64_t>(1, ctx.w.context_len()));
+    kv.max_concurrent_sequences = static_cast<int64_t>(available / (static_cast<double>(kv.kv_bytes_per_token) * context + state));
+    kv.max_kv_tokens = kv.max_concurrent_sequences * static_cast<int64_t>(context) / kBlock * kBlock;
+  } else if (available > 0 && kv.kv_bytes_per_token > 0) {
     const int64_t page = kv.kv_bytes_per_token * kBlock;
     kv.max_kv_tokens = static_cast<int64_t>(available / static_cast<double>(page)) * kBlock;
     kv.max_concurrent_sequences = kv.max_kv_tokens / std::max<int64_t>(1, ctx.w.context_len());

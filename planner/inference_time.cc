@@ -5,6 +5,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/memory_terms.h"
 #include "planner/quantization.h"
 #include "planner/time_model.h"
 
@@ -16,31 +17,37 @@ int AtLeast1(int v) { return v > 0 ? v : 1; }
 struct Replica {
   double weights = 0, experts = 0;  // bytes per GPU (routed experts included in weights)
   double kv_per_token = 0;          // bytes per GPU
+  double state_per_sequence = 0;    // a hybrid's Mamba state, bytes per GPU
   double layers = 0;                // per stage
+  double attention_layers = 0;      // per stage, the layers holding KV (all but a hybrid's others)
+  double tp_collectives = 0;        // all-reduces per stage and forward
 };
 
 Replica ReplicaBytes(const ModelSpec& m, Dtype weights, Dtype kv, int tp, int pp) {
   Replica r;
-  const double n_moe = static_cast<double>(m.is_moe() ? m.moe_layer_count() : 0);
-  double expert = 0, moe_rest = 0;
-  if (n_moe > 0) {
-    const int first = static_cast<int>(std::find(m.moe_layer.begin(), m.moe_layer.end(), true) - m.moe_layer.begin());
-    expert = static_cast<double>(LayerExpertParams(m, first));
-    moe_rest = static_cast<double>(LayerParams(m, first)) - expert;
+  double experts = 0, layer_params = FinalNormParams(m);
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const double e = static_cast<double>(LayerExpertParams(m, l));
+    experts += e;
+    layer_params += static_cast<double>(LayerParams(m, l)) - e;
   }
-  const double layer_params = (m.layers - n_moe) * LayerParams(m, -1) + n_moe * moe_rest + FinalNormParams(m);
   const double outside = static_cast<double>(m.vocab) * Width(m) * (m.tied_embeddings ? 1 : 2);
   const double split = static_cast<double>(tp) * pp;
   // Quantized checkpoints keep the embedding and LM head in 16-bit (vLLM, TensorRT-LLM), and
   // the modules their skip list names.
   const KeptParams kept = KeptLinearParams(m, weights, 0, m.layers);
-  r.experts = ServedWeightBytes(m, weights, n_moe * expert, static_cast<double>(kept.expert), 0) / split;
+  r.experts = ServedWeightBytes(m, weights, experts, static_cast<double>(kept.expert), 0) / split;
   r.weights = ServedWeightBytes(m, weights, layer_params, static_cast<double>(kept.dense), outside) / split + r.experts;
   r.layers = static_cast<double>(m.layers) / pp;
   const double per_layer = m.attention == AttentionKind::kMla
                                ? static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim)
                                : 2 * std::max(static_cast<double>(m.kv_width()) / tp, static_cast<double>(m.head_dim));
-  r.kv_per_token = r.layers * per_layer * DtypeBytes(kv);
+  r.attention_layers = static_cast<double>(m.attention_layer_count()) / pp;
+  r.kv_per_token = r.attention_layers * per_layer * DtypeBytes(kv);
+  r.tp_collectives = (m.is_hybrid() ? 1 : 2) * r.layers;
+  StageShape whole;
+  whole.layers = static_cast<int>(m.layers);
+  r.state_per_sequence = static_cast<double>(MambaStateBytesPerSequence(m, whole, tp)) / pp;
   return r;
 }
 
@@ -68,22 +75,24 @@ TimeEstimate EstimateInferenceTime(const ModelSpec& m, const Workload& w, const 
                       : l.offload_params == Offload::kNvme ? NvmeBandwidthPerGpu(c) : HostLinkBandwidth(c);
   const double stream = link > 0 ? r.weights / link : 0;  // weights fetched every forward
   auto tp_comm = [&](double tokens) {
-    return 2 * r.layers * CollectiveSeconds(Collective::kAllReduce, tokens * m.hidden * 2, tp, tier);
+    return r.tp_collectives * CollectiveSeconds(Collective::kAllReduce, tokens * m.hidden * 2, tp, tier);
   };
   // Decode at the mean context: memory-bound on weights (only the experts the batch routes
   // to) and KV, or compute-bound at large batch.
   const double ctx = prompt + gen / 2;
   const double touched =
       m.is_moe() ? 1 - std::pow(1 - static_cast<double>(m.experts_per_token) / m.experts, batch) : 1;
-  const double mem = MemSeconds(hw, r.weights - r.experts * (1 - touched) + batch * ctx * r.kv_per_token);
+  // A hybrid's Mamba blocks read and write their state once per decoded token.
+  const double mem = MemSeconds(hw, r.weights - r.experts * (1 - touched) + batch * ctx * r.kv_per_token +
+                                        2 * batch * r.state_per_sequence);
   const double compute = 2 * n_active * batch / (hw.peak * hw.ceiling) +
-                         2 * batch * ctx * heads * dims * r.layers / (hw.peak16 * hw.attention);
+                         2 * batch * ctx * heads * dims * r.attention_layers / (hw.peak16 * hw.attention);
   const double stage = std::max(std::max(mem, compute), stream) + tp_comm(batch);
   const double decode = pp * stage;
   // Prefill: compute-bound GEMMs over batch * prompt tokens, causal attention.
   const double tokens = batch * prompt;
   const double prefill_stage = std::max(2 * n_active * tokens / (hw.peak * hw.ceiling) +
-                                            tokens * prompt * heads * dims * r.layers / (hw.peak16 * hw.attention),
+                                            tokens * prompt * heads * dims * r.attention_layers / (hw.peak16 * hw.attention),
                                         stream) + tp_comm(tokens);
   const double prefill = pp * prefill_stage;
   const double total = prefill + (gen - 1) * decode;

@@ -262,6 +262,15 @@ Status CheckHeads(const ModelSpec& m, const Layout& l) {
   if (m.attention == AttentionKind::kGqa && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     return Rule("tp (" + Num(l.tp) + ") must divide the KV heads (" + Num(m.kv_heads) +
                 ") or be a multiple of them (KV heads are then replicated, as Megatron does)");
+  // Megatron's MambaMixer splits the heads and the B/C groups over TP (mamba_mixer.py asserts both).
+  if (m.mamba.heads > 0 && (m.mamba.heads % l.tp != 0 || m.mamba.groups % l.tp != 0))
+    return Rule("tp (" + Num(l.tp) + ") must divide the Mamba heads (" + Num(m.mamba.heads) + ") and groups (" +
+                Num(m.mamba.groups) + ")");
+  // Its context parallelism shards those heads and groups again over CP (mamba_context_parallel.py).
+  if (m.mamba.heads > 0 && l.cp > 1 &&
+      (m.mamba.heads % (l.tp * l.cp) != 0 || m.mamba.groups % (l.tp * l.cp) != 0))
+    return Rule("tp x cp (" + Num(l.tp * l.cp) + ") must divide the Mamba heads (" + Num(m.mamba.heads) + ") and groups (" +
+                Num(m.mamba.groups) + ") under context parallelism");
   return Status::Ok();
 }
 

@@ -13,10 +13,29 @@
 namespace shardplan {
 namespace {
 
-int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora) {
+int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
   // r x (in + out) per targeted projection (peft LoRA A and B).
   const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
   int64_t sum = 0;
+  if (m.is_hybrid()) {
+    // A hybrid block holds the projections of its one mixer: Mamba-2's in_proj and out_proj,
+    // attention's q/k/v/o, the MLP's up/down (an MoE block's shared expert; its routed experts
+    // are 3-D parameters, not Linear modules, which peft does not wrap).
+    const char b = m.block(layer);
+    const int64_t up = b == 'E' ? m.shared_intermediate : m.intermediate;
+    for (const std::string& t : lora.targets) {
+      const bool all = t == "all-linear";
+      if (b == 'M' && (all || t == "in_proj")) sum += h + m.mamba.in_proj();
+      if (b == 'M' && (all || t == "out_proj")) sum += m.mamba.inner() + h;
+      if (b == '*' && (all || t == "q_proj")) sum += h + q;
+      if (b == '*' && (all || t == "k_proj")) sum += h + kv;
+      if (b == '*' && (all || t == "v_proj")) sum += h + kv;
+      if (b == '*' && (all || t == "o_proj")) sum += q + h;
+      if ((b == '-' || b == 'E') && (all || t == "up_proj")) sum += h + up;
+      if ((b == '-' || b == 'E') && (all || t == "down_proj")) sum += up + h;
+    }
+    return lora.rank * sum;
+  }
   for (const std::string& t : lora.targets) {
     if (t == "q_proj") sum += h + q;
     else if (t == "k_proj" || t == "v_proj") sum += h + kv;
@@ -160,9 +179,9 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
   s.last = stage == l.pp - 1;
   s.layers = stage_layers[static_cast<size_t>(stage)];
   s.first_layer = std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
-  const int64_t adapter = ctx.w.lora_like() ? AdapterParamsPerLayer(m, ctx.w.lora) : 0;
   for (int i = 0; i < s.layers; ++i) {
     const int64_t layer = s.first_layer + i;
+    const int64_t adapter = ctx.w.lora_like() ? AdapterParamsPerLayer(m, ctx.w.lora, layer) : 0;
     const int64_t experts = LayerExpertParams(m, layer);
     const int64_t dense = (LayerParams(m, layer) - experts) / l.tp;
     const int64_t exp = experts / (l.ep * l.etp);

@@ -9,18 +9,30 @@ int64_t NormParams(const ModelSpec& m, int64_t width) {
   return m.norm == NormKind::kLayer && m.norm_bias ? 2 * width : width;  // LayerNorm has weight and bias
 }
 
-int64_t MlpParams(const ModelSpec& m, int64_t inner, bool bias) {
-  const int64_t h = m.hidden;
+// An MLP of `inner` units over a `width`-wide input and output (the hidden size, or the
+// latent width of Nemotron 3 Super's routed experts).
+int64_t MlpParams(const ModelSpec& m, int64_t inner, bool bias, int64_t width) {
+  const int64_t h = width;
   if (m.mlp == MlpKind::kGated) return 3 * h * inner + (bias ? 2 * inner + h : 0);  // gate, up, down
   return 2 * h * inner + (bias ? inner + h : 0);                                    // fc1, fc2
 }
 
 int64_t RouterParams(const ModelSpec& m) { return m.experts * m.hidden + (m.router_bias ? m.experts : 0); }
 
+int64_t MlpParams(const ModelSpec& m, int64_t inner, bool bias) { return MlpParams(m, inner, bias, m.hidden); }
+
+int64_t ExpertParams(const ModelSpec& m) { return MlpParams(m, m.expert_intermediate, m.expert_bias, m.expert_width()); }
+
+// Shared experts and their gate, and the latent down and up projections around the routed
+// experts (transformers NemotronHMoE fc1_latent_proj / fc2_latent_proj, biased as the MLPs are).
 int64_t SharedExpertParams(const ModelSpec& m) {
-  if (m.shared_experts == 0) return 0;
-  return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + (m.shared_expert_gate ? m.hidden : 0);
+  const int64_t latent = m.moe_latent > 0 ? 2 * m.hidden * m.moe_latent + (m.mlp_bias ? m.moe_latent + m.hidden : 0) : 0;
+  if (m.shared_experts == 0) return latent;
+  return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + (m.shared_expert_gate ? m.hidden : 0) + latent;
 }
+
+// Norms of one block: a hybrid's block has one, a transformer's norms_per_layer.
+int64_t BlockNorms(const ModelSpec& m) { return m.is_hybrid() ? 1 : m.norms_per_layer; }
 
 int64_t EmbedWidth(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden; }
 
@@ -28,6 +40,21 @@ int64_t EmbedWidth(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.wo
 
 int64_t ModelSpec::moe_layer_count() const {
   return std::count(moe_layer.begin(), moe_layer.end(), true);
+}
+
+int64_t ModelSpec::attention_layer_count() const {
+  return is_hybrid() ? std::count(hybrid.begin(), hybrid.end(), '*') : layers;
+}
+
+int64_t MambaParams(const ModelSpec& m) {
+  // transformers NemotronHMamba2Mixer: in_proj (h -> z, xBC, dt), the depthwise conv1d over
+  // xBC with its bias, dt_bias, A_log and D per head, the gated RMSNorm over the inner width,
+  // out_proj (inner -> h). Nemotron 3 Nano's 23 mixers hold 891,070,784.
+  const ModelSpec::Mamba& x = m.mamba;
+  if (x.heads == 0) return 0;
+  const int64_t h = m.hidden, inner = x.inner(), conv = x.conv_dim();
+  return h * x.in_proj() + (x.proj_bias ? x.in_proj() : 0) + conv * x.conv_kernel + (x.conv_bias ? conv : 0) +
+         3 * x.heads + inner + inner * h + (x.proj_bias ? h : 0);
 }
 
 int64_t AttentionParams(const ModelSpec& m) {
@@ -58,11 +85,17 @@ int64_t AttentionParams(const ModelSpec& m) {
 
 int64_t LayerExpertParams(const ModelSpec& m, int64_t layer) {
   if (!m.is_moe_layer(layer)) return 0;
-  return m.experts * MlpParams(m, m.expert_intermediate, m.expert_bias);
+  return m.experts * ExpertParams(m);
 }
 
 int64_t LayerParams(const ModelSpec& m, int64_t layer) {
-  int64_t p = AttentionParams(m) + m.norms_per_layer * NormParams(m, m.hidden);
+  int64_t p = BlockNorms(m) * NormParams(m, m.hidden);
+  if (m.is_hybrid()) {  // one mixer per block
+    if (m.is_mamba(layer)) return p + MambaParams(m);
+    if (m.has_attention(layer)) return p + AttentionParams(m);
+  } else {
+    p += AttentionParams(m);
+  }
   if (m.is_moe_layer(layer)) {
     p += LayerExpertParams(m, layer) + RouterParams(m) + SharedExpertParams(m);
   } else {
@@ -85,6 +118,7 @@ int64_t LargestParam(const ModelSpec& m) {
   largest = std::max(largest, m.hidden * std::max(m.q_width(), m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)));
   const int64_t mlp_inner = std::max(m.intermediate, m.expert_intermediate);
   largest = std::max(largest, m.hidden * mlp_inner);
+  largest = std::max(largest, m.hidden * m.mamba.in_proj());
   return largest;
 }
 
@@ -137,19 +171,23 @@ ParamCounts CountParams(const ModelSpec& m) {
 
   int64_t active_experts = 0;
   for (int64_t l = 0; l < m.layers; ++l) {
-    c.attention += AttentionParams(m);
-    c.norms += m.norms_per_layer * NormParams(m, h);
+    c.norms += BlockNorms(m) * NormParams(m, h);
+    if (m.is_mamba(l)) {
+      c.mamba += MambaParams(m);
+      continue;
+    }
+    if (m.has_attention(l)) c.attention += AttentionParams(m);
     if (m.is_moe_layer(l)) {
       c.experts += LayerExpertParams(m, l);
       c.router += RouterParams(m);
       c.shared_experts += SharedExpertParams(m);
-      active_experts += m.experts_per_token * MlpParams(m, m.expert_intermediate, m.expert_bias);
-    } else {
+      active_experts += m.experts_per_token * ExpertParams(m);
+    } else if (m.has_mlp(l)) {
       c.mlp += MlpParams(m, m.intermediate, m.mlp_bias);
     }
   }
   if (m.final_norm) c.norms += NormParams(m, h);
-  c.total = c.embedding + c.position + c.attention + c.mlp + c.experts + c.shared_experts + c.router +
+  c.total = c.embedding + c.position + c.attention + c.mamba + c.mlp + c.experts + c.shared_experts + c.router +
             c.norms + c.head;
   c.active = c.total - c.experts + active_experts;
   c.vision = VisionParams(m);

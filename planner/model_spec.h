@@ -104,6 +104,25 @@ struct ModelSpec {
   int64_t index_head_dim = 0;
   int64_t index_topk = 0;
 
+  // Hybrid models (Nemotron-H): each block holds one mixer behind one norm, as HF's
+  // hybrid_override_pattern spells it per layer: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE.
+  // Empty = every block is attention then an MLP (an MoE where moe_layer says so).
+  std::string hybrid;
+  // The Mamba-2 mixer of the 'M' blocks (transformers NemotronHMamba2Mixer): inner width
+  // heads x head_dim; B and C of `state` per group; a depthwise causal conv of conv_kernel taps
+  // over x, B and C; the SSD scan in chunks of `chunk` tokens.
+  struct Mamba {
+    int64_t heads = 0, head_dim = 0, state = 0, groups = 0, conv_kernel = 0, chunk = 0;
+    bool conv_bias = true, proj_bias = false;
+    Dtype ssm_cache = Dtype::kFp32;  // mamba_ssm_cache_dtype: the serving engine's SSM state
+    int64_t inner() const { return heads * head_dim; }
+    int64_t conv_dim() const { return inner() + 2 * groups * state; }  // x, B, C
+    int64_t in_proj() const { return inner() + conv_dim() + heads; }   // z, xBC, dt
+    bool operator==(const Mamba&) const = default;
+  };
+  Mamba mamba;
+  int64_t moe_latent = 0;           // Nemotron 3 Super: routed experts work in this width (fc1/fc2_latent_proj); 0 = hidden
+
   // The vision encoder of a vision-language checkpoint (Qwen2-VL, Qwen2.5-VL, Gemma 3, Mistral 3): frozen, held in
   // the checkpoint's dtype beside the text tower, never counted in the text totals.
   struct VisionTower {
@@ -122,6 +141,15 @@ struct ModelSpec {
   CheckpointQuant quant;            // quantization_config, when the checkpoint ships one
 
   bool is_moe() const { return experts > 0; }
+  bool is_hybrid() const { return !hybrid.empty(); }
+  char block(int64_t layer) const {  // the hybrid pattern's letter; 0 for a transformer block
+    return layer >= 0 && layer < static_cast<int64_t>(hybrid.size()) ? hybrid[static_cast<size_t>(layer)] : 0;
+  }
+  bool has_attention(int64_t layer) const { return !is_hybrid() || block(layer) == '*'; }
+  bool has_mlp(int64_t layer) const { return is_hybrid() ? block(layer) == '-' : !is_moe_layer(layer); }  // dense MLP
+  bool is_mamba(int64_t layer) const { return block(layer) == 'M'; }
+  int64_t attention_layer_count() const;  // blocks with attention (all of a transformer's); KV lives there
+  int64_t expert_width() const { return moe_latent > 0 ? moe_latent : hidden; }
   bool operator==(const ModelSpec&) const = default;  // field by field: a read-back check
   int64_t q_width() const { return heads * head_dim; }      // width of the Q projection output
   int64_t kv_width() const { return kv_heads * head_dim; }  // width of K (and of V)
@@ -142,6 +170,7 @@ struct ParamCounts {
   int64_t experts = 0;        // routed experts of every MoE layer
   int64_t shared_experts = 0; // shared experts and their gates
   int64_t router = 0;         // routers (and correction biases)
+  int64_t mamba = 0;          // a hybrid's Mamba-2 mixers (projections, conv, A, D, dt bias, gated norm)
   int64_t norms = 0;          // per-layer norms and the final norm
   int64_t head = 0;           // LM head (0 when tied)
   int64_t vision = 0;         // a VLM's vision encoder and merger: outside total and active
@@ -160,6 +189,8 @@ int64_t LayerParams(const ModelSpec& m, int64_t layer);
 int64_t LayerExpertParams(const ModelSpec& m, int64_t layer);
 // Attention parameters of one layer.
 int64_t AttentionParams(const ModelSpec& m);
+// One Mamba-2 mixer's parameters (0 for a model without them).
+int64_t MambaParams(const ModelSpec& m);
 // Parameters outside the decoder layers that sit on the first stage (embeddings) and on
 // the last stage (final norm + head).
 int64_t FirstStageExtraParams(const ModelSpec& m);

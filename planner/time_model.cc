@@ -108,20 +108,31 @@ struct LayerCost {
 struct LayerKind {
   Forward f;
   double tp_one = 0, cp_step = 0, ep_one = 0;
+  double tp_collectives = 2;  // per pass: after attention and after the MLP; a hybrid block's one mixer, 1
+  double cp_a2a = 0;          // a Mamba block under CP: all-to-alls there and back, per pass
 };
 
-LayerKind MakeKind(const Ctx& x, bool moe) {
+// `block`: a hybrid block's letter, 0 for a transformer layer (compute_cost.h LayerForward).
+LayerKind MakeKind(const Ctx& x, bool moe, char block = 0) {
   const ModelSpec& m = x.m;
   LayerKind k;
-  k.f = LayerForward(x, moe);
+  k.f = LayerForward(x, moe, block);
+  if (block != 0) k.tp_collectives = 1;
   if (x.tp > 1) {  // AR, or RS + AG under SP: the same ring cost
     k.tp_one = CollectiveSeconds(Collective::kAllReduce, x.tokens * m.hidden * x.act, x.tp, GroupTier(x.c, SpanOf(x.l, GroupKind::kTp)));
   }
-  if (x.cp > 1) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
+  if (x.cp > 1 && (block == 0 || block == '*')) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
     const double kv = m.attention == AttentionKind::kMla
                           ? m.heads * (QkDim(m) + VDim(m)) / x.tp
                           : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
     k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, NeighborTier(x.c, SpanOf(x.l, GroupKind::kCp)));
+  }
+  if (block == 'M' && x.cp > 1) {
+    // Megatron-core's Mamba context parallelism (ssm/mamba_context_parallel.py) trades the
+    // sequence shard for a head shard around the scan: an all-to-all of in_proj's output to
+    // head-sharded full sequences, and one of y back.
+    const double width = static_cast<double>(m.mamba.in_proj() + m.mamba.inner()) / x.tp;
+    k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
   if (moe && x.ep > 1) {  // token dispatch or combine
     const double bytes = defaults::kMoeImbalance * x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
@@ -153,7 +164,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
     c.recompute = x.op_sac ? f.sac_gemm + f.elem : f.attn;
   }
   const int passes = rc == Rc::kFull ? 3 : 2;  // forward, backward, recomputed forward
-  c.tp_raw = 2 * passes * k.tp_one;
+  c.tp_raw = k.tp_collectives * passes * k.tp_one;
   const double exposed = x.l.framework == Framework::kTorchtitan ? kAsyncTpExposed : kTpOverlapExposed;
   c.tp = c.tp_raw * (x.k.tp_overlap ? exposed : 1);
   // Ring attention: cp-1 exchanges per forward, twice that backward (KV and dKV), under the
@@ -161,6 +172,8 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const double fwd_comm = (x.cp - 1) * k.cp_step, bwd_comm = 2 * fwd_comm;
   c.cp_raw = fwd_comm * (passes - 1) + bwd_comm;
   if (x.cp > 1) c.cp = Overlapped(fwd_comm, f.attn) * (passes - 1) + Overlapped(bwd_comm, f.attn_bwd);
+  c.cp_raw += passes * k.cp_a2a;  // on the critical path: the scan waits for it
+  c.cp += passes * k.cp_a2a;
   c.ep_raw = 2 * passes * k.ep_one;  // dispatch + combine per pass
   c.ep = c.ep_raw * (x.k.ep_overlap ? kEpOverlapExposed : 1);
   return c;
@@ -182,8 +195,15 @@ void Add(LayerCost* sum, const LayerCost& c, double n) {
 
 // Per-layer costs are the same for every layer of a kind, so each is computed once: `plain`
 // under the layout's recompute choice (none or selective), `full` when fully recomputed.
+// A hybrid's blocks, by kind, in kHybridBlocks order.
+constexpr char kHybridBlocks[] = {'M', '*', '-', 'E'};
+constexpr int kHybridKinds = 4;
+int HybridIndex(char c) { return c == 'M' ? 0 : c == '*' ? 1 : c == '-' ? 2 : 3; }
+
 struct LayerTable {
   LayerCost dense_plain, dense_full, moe_plain, moe_full;
+  LayerCost hybrid_plain[kHybridKinds], hybrid_full[kHybridKinds];  // per block kind of a hybrid
+  double hybrid_params[kHybridKinds] = {};                          // per block, routed experts apart
   double dense_params = 0, moe_params = 0, moe_expert = 0;  // per layer, moe_params without experts
   double embedding_params = 0, head_params = 0, final_norm_params = 0;
   double head_seconds = 0;   // LM head + loss, one micro-batch, fwd + bwd
@@ -202,6 +222,18 @@ LayerTable BuildTable(const Ctx& x) {
   t.dense_plain = LayerTime(x, dense, plain);
   if (full) t.dense_full = LayerTime(x, dense, Rc::kFull);
   t.dense_params = static_cast<double>(LayerParams(m, -1));
+  if (m.is_hybrid()) {
+    for (int i = 0; i < kHybridKinds; ++i) {
+      const char b = kHybridBlocks[i];
+      const size_t at = m.hybrid.find(b);
+      if (at == std::string::npos) continue;
+      const LayerKind kind = MakeKind(x, b == 'E', b);
+      t.hybrid_plain[i] = LayerTime(x, kind, plain);
+      if (full) t.hybrid_full[i] = LayerTime(x, kind, Rc::kFull);
+      const int64_t layer = static_cast<int64_t>(at);
+      t.hybrid_params[i] = static_cast<double>(LayerParams(m, layer) - LayerExpertParams(m, layer));
+    }
+  }
   if (has_moe) {
     const int first = static_cast<int>(moe_it - m.moe_layer.begin());
     const LayerKind moe = MakeKind(x, true);
@@ -217,7 +249,10 @@ LayerTable BuildTable(const Ctx& x) {
   t.final_norm_params = FinalNormParams(m);
   t.head_seconds = HeadSeconds(x);
   t.embed_seconds = EmbedSeconds(x);
-  t.mtp_seconds = m.mtp_layers * (t.head_seconds + (has_moe ? t.moe_plain : t.dense_plain).compute);
+  // Nemotron's MTP block is an attention block and an MoE block (mtp_hybrid_override_pattern "*E").
+  const double mtp_layer = m.is_hybrid() ? t.hybrid_plain[HybridIndex('*')].compute + t.hybrid_plain[HybridIndex('E')].compute
+                                         : (has_moe ? t.moe_plain : t.dense_plain).compute;
+  t.mtp_seconds = m.mtp_layers * (t.head_seconds + mtp_layer);
   return t;
 }
 
@@ -225,6 +260,7 @@ LayerTable BuildTable(const Ctx& x) {
 struct StageShape {
   int dense = 0, moe = 0;          // layers of each kind
   int dense_full = 0, moe_full = 0;  // of them, fully recomputed
+  int hybrid[kHybridKinds] = {}, hybrid_full[kHybridKinds] = {};  // a hybrid's blocks instead
   bool first = false, last = false;
 };
 
@@ -244,6 +280,17 @@ StageShape ShapeOf(const Ctx& x, int s) {
     n = base + (s < rem ? 1 : 0);
   }
   StageShape sh;
+  if (m.is_hybrid()) {  // full recomputation takes the stage's first ac_layers blocks
+    const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
+    for (int i = first; i < first + n && i < static_cast<int>(m.hybrid.size()); ++i) {
+      const int kind = HybridIndex(m.hybrid[static_cast<size_t>(i)]);
+      ++sh.hybrid[kind];
+      if (i - first < rc) ++sh.hybrid_full[kind];
+    }
+    sh.first = s == 0;
+    sh.last = s == x.pp - 1;
+    return sh;
+  }
   if (x.moe_layers == m.layers) {
     sh.moe = n;
   } else if (x.moe_layers > 0) {  // mixed (DeepSeek's leading dense layers): count this stage's
@@ -263,7 +310,10 @@ StageShape ShapeOf(const Ctx& x, int s) {
 
 // One micro-batch on one stage: compute + recompute + exposed comm (the search's hot loop).
 double StageSeconds(const LayerTable& t, const StageShape& sh) {
-  return (sh.dense - sh.dense_full) * t.dense_plain.total() + sh.dense_full * t.dense_full.total() +
+  double hybrid = 0;
+  for (int i = 0; i < kHybridKinds; ++i)
+    hybrid += (sh.hybrid[i] - sh.hybrid_full[i]) * t.hybrid_plain[i].total() + sh.hybrid_full[i] * t.hybrid_full[i].total();
+  return hybrid + (sh.dense - sh.dense_full) * t.dense_plain.total() + sh.dense_full * t.dense_full.total() +
          (sh.moe - sh.moe_full) * t.moe_plain.total() + sh.moe_full * t.moe_full.total() +
          (sh.first ? t.embed_seconds : 0) + (sh.last ? t.head_seconds + t.mtp_seconds : 0);
 }
@@ -271,10 +321,11 @@ double StageSeconds(const LayerTable& t, const StageShape& sh) {
 // Parameters on one stage before any sharding: (dense, routed experts).
 std::pair<double, double> StageParams(const Ctx& x, const LayerTable& t, const StageShape& sh) {
   double dense = sh.dense * t.dense_params + sh.moe * t.moe_params;
+  for (int i = 0; i < kHybridKinds; ++i) dense += sh.hybrid[i] * t.hybrid_params[i];
   if (sh.first) dense += t.embedding_params;
   if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) dense += t.head_params;
   if (sh.last) dense += t.final_norm_params;
-  return {dense, sh.moe * t.moe_expert};
+  return {dense, (sh.moe + sh.hybrid[HybridIndex('E')]) * t.moe_expert};
 }
 
 struct StageCost {
@@ -290,6 +341,10 @@ StageCost StageDetail(const Ctx& x, const LayerTable& t, const StageShape& sh) {
   Add(&sc.layers, t.dense_full, sh.dense_full);
   Add(&sc.layers, t.moe_plain, sh.moe - sh.moe_full);
   Add(&sc.layers, t.moe_full, sh.moe_full);
+  for (int i = 0; i < kHybridKinds; ++i) {
+    Add(&sc.layers, t.hybrid_plain[i], sh.hybrid[i] - sh.hybrid_full[i]);
+    Add(&sc.layers, t.hybrid_full[i], sh.hybrid_full[i]);
+  }
   if (sh.first) sc.layers.compute += t.embed_seconds;
   if (sh.last) sc.layers.compute += t.head_seconds + t.mtp_seconds;
   std::tie(sc.dense_params, sc.expert_params) = StageParams(x, t, sh);

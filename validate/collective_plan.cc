@@ -37,7 +37,8 @@ int64_t AdapterGradientElements(const StageMemory& stage) {
 void AddTensorParallel(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
   if (p.layout.tp <= 1) return;
   const int64_t size = s.tokens * p.model.hidden * s.act_bytes;
-  const int64_t n = 2 * s.layers * s.micro;  // after attention and after the MLP of every layer
+  // After attention and after the MLP of every layer; a hybrid block's one mixer, once.
+  const int64_t n = (p.model.is_hybrid() ? 1 : 2) * s.layers * s.micro;
   std::vector<Phase> phases = {Phase::kForward};
   if (s.training) phases.push_back(Phase::kBackward);
   for (Phase ph : phases) {
@@ -63,7 +64,7 @@ void AddContextParallel(const Plan& p, const CommShape& s, std::vector<Collectiv
           : 2 * m.kv_width();
   const int64_t kv_local = std::max<int64_t>(kv_per_token / p.layout.tp, 2 * m.head_dim);
   const int64_t size = s.tokens * p.layout.cp * kv_local * s.act_bytes;  // the whole sequence
-  const int64_t n = s.layers * s.micro;
+  const int64_t n = s.attention_layers * s.micro;
   Add(out, "cp_all_gather_kv", "cp", CollectiveKind::kAllGather, size, s.act_bytes, Phase::kForward,
       n, "all-gather of K and V over the sequence (Llama 3 context parallelism)");
   if (!s.training) return;
@@ -127,6 +128,7 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
       const bool moe = static_cast<size_t>(i) < m.moe_layer.size() ? m.moe_layer[static_cast<size_t>(i)]
                                                                    : m.is_moe();
       s.moe_layers += moe ? 1 : 0;
+      s.attention_layers += m.has_attention(i) ? 1 : 0;
     }
   }
   s.grad_params = s.local_params;

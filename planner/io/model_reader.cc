@@ -79,6 +79,9 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // Glm4MoeConfig (GLM-4.5 / 4.6 / 4.7 and GLM-4.5-Air): the class defaults are the Air's,
       // whose head_dim 128 the published configs state (4096 / 96 heads does not divide).
       {"glm4_moe", {151552, 4096, 10944, 46, 96, 8, 0, 131072, false, "Glm4MoeDecoderLayer"}},
+      // NemotronHConfig (Nemotron-H, Nemotron Nano 2, Nemotron 3 Nano / Super): one mixer per
+      // block, as hybrid_override_pattern lists them.
+      {"nemotron_h", {131072, 4096, 21504, 52, 32, 8, 128, 4096, false, "NemotronHBlock"}},
   };
   return t;
 }
@@ -112,7 +115,10 @@ const std::vector<std::string> kCommonKeys = {
     "do_layer_norm_before", "use_parallel_residual", "d_model", "n_heads", "n_layers", "expansion_ratio",
     "max_seq_len", "no_bias", "hidden_activation", "activation_function", "use_bias",
     "quantization_config", "intermediate_size_mlp", "interleave_moe_layer_step", "moe_layers",
-    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "index_n_heads", "index_head_dim", "index_topk",
+    "attention_chunk_size", "no_rope_layers", "use_qk_norm", "hybrid_override_pattern", "layers_block_type",
+    "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "chunk_size", "use_conv_bias",
+    "mamba_proj_bias", "use_bias", "moe_shared_expert_intermediate_size", "moe_latent_size", "mlp_hidden_act",
+    "mamba_hidden_act", "attention_head_dim", "mamba_ssm_cache_dtype", "n_group", "topk_group", "expand", "index_n_heads", "index_head_dim", "index_topk",
     "use_routing_bias", "partial_rotary_factor", "ffn_hidden_size", "num_mtp_layers",
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
@@ -287,6 +293,89 @@ Status ReadGlm4Moe(const Reader& r, ModelSpec& m) {
   m.router_bias = true;
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = first_dense; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = true;
+  return Status::Ok();
+}
+
+// Nemotron-H (transformers configuration_nemotron_h.py / modeling_nemotron_h.py): each block
+// is one RMSNorm and one mixer, in the order hybrid_override_pattern spells ('M' Mamba-2, '*'
+// attention, '-' MLP, 'E' MoE) or layers_block_type lists (transformers' names, or the remote
+// code's "mamba" and "attention"); num_hidden_layers follows the pattern's length, as in
+// transformers. Attention has no biases; the MLPs are up/down with squared ReLU; the Mamba-2
+// mixer is heads x head_dim wide whatever `expand` says, its projections biased under use_bias.
+// MoE blocks hold n_routed_experts up/down experts of moe_intermediate_size (over
+// moe_latent_size when given, between fc1/fc2_latent_proj), one shared expert of
+// moe_shared_expert_intermediate_size, a router and its e_score_correction_bias. The MTP
+// blocks (num_nextn_predict_layers) are not built. Nemotron 3 Nano counts 31,577,937,344
+// parameters in transformers, Nemotron 3 Super 120,668,687,360 (+ the routers' biases here).
+Status ReadNemotronH(const Reader& r, ModelSpec& m) {
+  const YAML::Node pattern = r.node["hybrid_override_pattern"], types = r.node["layers_block_type"];
+  if (pattern.IsDefined() && !pattern.IsNull()) {
+    if (!pattern.IsScalar() || pattern.Scalar().empty())
+      return r.doc.ErrorAt(pattern, "hybrid_override_pattern: expected a string of M, *, - and E, one per layer");
+    m.hybrid = pattern.Scalar();
+    for (char c : m.hybrid)
+      if (c != 'M' && c != '*' && c != '-' && c != 'E')
+        return r.doc.ErrorAt(pattern, std::string("hybrid_override_pattern: expected M (Mamba-2), * (attention), - (MLP) or "
+                                                  "E (MoE) per layer, got \"") + c + "\" in \"" + m.hybrid + "\"");
+  } else if (types.IsDefined() && !types.IsNull()) {
+    if (!types.IsSequence() || types.size() == 0)
+      return r.doc.ErrorAt(types, "layers_block_type: expected a list of block types, one per layer");
+    for (const auto& t : types) {
+      const std::string name = t.IsScalar() ? t.Scalar() : "";
+      char c = 0;
+      if (name == "mamba" || name == "linear_attention") c = 'M';
+      if (name == "attention" || name == "full_attention") c = '*';
+      if (name == "mlp") c = '-';
+      if (name == "moe") c = 'E';
+      if (c == 0)
+        return r.doc.ErrorAt(t, "layers_block_type: expected \"mamba\", \"attention\", \"mlp\" or \"moe\" (or "
+                                "\"linear_attention\", \"full_attention\"), got \"" + name + "\"");
+      m.hybrid.push_back(c);
+    }
+  } else {
+    return r.doc.ErrorAt(r.node, "nemotron_h: expected hybrid_override_pattern (or layers_block_type) giving each layer's block");
+  }
+  if (static_cast<int64_t>(m.hybrid.size()) > kMaxLayers) return r.doc.ErrorAt(r.node, "nemotron_h: too many layers");
+  m.layers = static_cast<int64_t>(m.hybrid.size());
+  if (!r.Has("head_dim") && r.Has("attention_head_dim")) {
+    SP_ASSIGN_OR_RETURN(m.head_dim, r.Int("attention_head_dim", 128, 1, 1 << 16));
+  }
+  m.qkv_bias = m.o_bias = false;
+  m.mlp = MlpKind::kPlain;  // relu2
+  m.norms_per_layer = 1;
+  ModelSpec::Mamba& x = m.mamba;
+  SP_ASSIGN_OR_RETURN(x.heads, r.Int("mamba_num_heads", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int("mamba_head_dim", 64, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.state, r.Int("ssm_state_size", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.groups, r.Int("n_groups", 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int("conv_kernel", 4, 1, 1 << 10));
+  SP_ASSIGN_OR_RETURN(x.chunk, r.Int("chunk_size", 128, 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("use_conv_bias", true));
+  SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("use_bias", false));
+  if (r.Has("mamba_ssm_cache_dtype")) {
+    SP_ASSIGN_OR_RETURN(std::string cache, r.Str("mamba_ssm_cache_dtype", "float32"));
+    std::optional<Dtype> dt = ParseDtype(cache);
+    if (!dt) return r.doc.ErrorAt(r.node["mamba_ssm_cache_dtype"], "mamba_ssm_cache_dtype: expected a dtype like \"float32\", got \"" + cache + "\"");
+    x.ssm_cache = *dt;
+  }
+  if (x.heads % x.groups != 0)
+    return r.doc.ErrorAt(r.node["n_groups"].IsDefined() ? r.node["n_groups"] : r.node,
+                         "n_groups (" + std::to_string(x.groups) + ") must divide mamba_num_heads (" + std::to_string(x.heads) + ")");
+  if (x.inner() > kMaxDim) return r.doc.ErrorAt(r.node, "mamba_num_heads x mamba_head_dim is out of range");
+  if (m.hybrid.find('M') == std::string::npos) m.mamba = {};
+  SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
+  if (m.hybrid.find('E') == std::string::npos) return Status::Ok();
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", 8, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 7688, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("moe_shared_expert_intermediate_size", 7688, 1, kMaxDim));
+  m.shared_experts = 1;  // built whatever n_shared_experts says
+  if (r.Has("moe_latent_size")) {
+    SP_ASSIGN_OR_RETURN(m.moe_latent, r.Int("moe_latent_size", 0, 1, kMaxDim));
+  }
+  m.router_bias = true;
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = m.hybrid[static_cast<size_t>(l)] == 'E';
   return Status::Ok();
 }
 
@@ -996,6 +1085,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadLlama4(r, m));
   } else if (*type == "glm4_moe") {
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
+  } else if (*type == "nemotron_h") {
+    SP_RETURN_IF_ERROR(ReadNemotronH(r, m));
   }
   if (*type == "gemma3_text") {
     SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));

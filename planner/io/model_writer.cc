@@ -267,6 +267,29 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Bool("use_qk_norm", m.qk_norm);
     o.Key("num_nextn_predict_layers", m.mtp_layers);
   }
+  if (t == "nemotron_h") {
+    o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");
+    const ModelSpec::Mamba& x = m.mamba;
+    if (x.heads > 0) {
+      o.Key("mamba_num_heads", x.heads);
+      o.Key("mamba_head_dim", x.head_dim);
+      o.Key("ssm_state_size", x.state);
+      o.Key("n_groups", x.groups);
+      o.Key("conv_kernel", x.conv_kernel);
+      o.Key("chunk_size", x.chunk);
+      o.Bool("use_conv_bias", x.conv_bias);
+      o.Bool("use_bias", x.proj_bias);
+      o.Key("mamba_ssm_cache_dtype", DtypeName(x.ssm_cache));
+    }
+    o.Key("num_nextn_predict_layers", m.mtp_layers);
+    if (m.is_moe()) {
+      o.Key("n_routed_experts", m.experts);
+      o.Key("num_experts_per_tok", m.experts_per_token);
+      o.Key("moe_intermediate_size", m.expert_intermediate);
+      o.Key("moe_shared_expert_intermediate_size", m.shared_intermediate);
+      if (m.moe_latent > 0) o.Key("moe_latent_size", m.moe_latent);
+    }
+  }
   if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);
   if (t == "llama4_text") {
     // intermediate_size (written by Common as the dense MLP's) is the expert's here.

@@ -10,6 +10,7 @@
 #include "launch/deepspeed_config.h"
 #include "launch/megatron_args.h"
 #include "launch/torchtitan_config.h"
+#include "planner/io/model_reader.h"
 #include "planner/memory_model.h"
 #include "tests/launch/test_plans.h"
 
@@ -202,6 +203,27 @@ TEST(MegatronArgsTest, ParallelismRecomputeAndBatch) {
                            "--recompute-granularity selective", "--micro-batch-size 1",
                            "--global-batch-size 32", "--num-query-groups 8", "--bf16"})
     EXPECT_NE(std::find(f->begin(), f->end(), want), f->end()) << want;
+}
+
+// A hybrid runs under pretrain_mamba.py with its block pattern and Mamba-2 widths
+// (Megatron-LM arguments.py), squared-ReLU MLPs, no RoPE and Nemotron's MoE router.
+TEST(MegatronArgsTest, HybridModelFlags) {
+  Plan p = TpPpZero1MultiNode();
+  StatusOr<ModelSpec> nano = LoadModel("nemotron-3-nano-30b-a3b");
+  ASSERT_TRUE(nano.ok()) << nano.status().message();
+  p.model = *nano;
+  StatusOr<std::vector<std::string>> f = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (const char* want : {"--hybrid-override-pattern MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                           "--mamba-num-heads 64", "--mamba-head-dim 64", "--mamba-state-dim 128",
+                           "--mamba-num-groups 8", "--squared-relu", "--position-embedding-type none",
+                           "--num-experts 128", "--moe-shared-expert-intermediate-size 3712",
+                           "--moe-router-enable-expert-bias", "--moe-router-score-function sigmoid"})
+    EXPECT_NE(std::find(f->begin(), f->end(), want), f->end()) << want;
+  EXPECT_EQ(std::find(f->begin(), f->end(), "--position-embedding-type rope"), f->end());
+  StatusOr<Emitted> args = MegatronArgs(p, Shape(p));
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  EXPECT_THAT(args->files.at(0).text, HasSubstr("run pretrain_mamba.py"));
 }
 
 TEST(MegatronArgsTest, UnevenStagesAndRejectedZero) {

@@ -93,7 +93,10 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"llama-3.1-8b", "framework=megatron,dp=4,tp=2", "must equal the GPUs used (16)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,mbs=3", "global batch (512) must be a multiple of mbs x dp (48)"},
         RuleCase{"llama-3.1-8b", "framework=megatron,mbs=1,grad_accum=3", "global batch (512) must equal mbs x grad_accum x dp"},
-        RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,stages=10/20", "adding up to the layers (32)"}));
+        RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,stages=10/20", "adding up to the layers (32)"},
+        // Megatron's MambaMixer splits its heads and B/C groups over TP, and again over CP.
+        RuleCase{"nemotron-3-nano-30b-a3b", "framework=megatron,tp=16", "must divide the Mamba heads (64) and groups (8)"},
+        RuleCase{"nemotron-3-nano-30b-a3b", "framework=megatron,tp=2,cp=8", "tp x cp (16) must divide the Mamba heads"}));
 
 // Layouts real frameworks run that an earlier rule set refused: TP across nodes (one NVLink
 // domain on NVL72; legal anywhere), FSDP2 with TP (accelerate ParallelismConfig, HF tp_plan),

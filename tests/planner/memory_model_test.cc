@@ -137,6 +137,39 @@ TEST(Memory, VisionEncoderWeights) {
   EXPECT_EQ(Term(EstimateMemory(Model("llama-3.1-8b"), w, Resolve(Model("llama-3.1-8b"), w, c, "framework=hf,dp=8"), c), "vision_encoder"), 0);
 }
 
+// Nemotron 3 Nano's blocks hold one mixer each. Serving, only its 6 attention blocks keep KV
+// (2 x 2 KV heads x 128 x 2 B per token each); each of the 23 Mamba-2 blocks keeps, per
+// sequence, a conv state of 3 x 6,144 bf16 and an fp32 SSM state of 64 heads x 64 x 128.
+// Training under Megatron, a Mamba block saves its norm and in_proj inputs (h each), in_proj's
+// 10,304-wide output, the scan's y and out_proj's input (4,096 each) and an fp32 rstd per group.
+TEST(Memory, HybridBlocks) {
+  const ModelSpec m = Model("nemotron-3-nano-30b-a3b");
+  const ClusterSpec c = Cluster("dgx-h100");
+  const Workload serve = Serve(4096, 0.9);
+  const int64_t state = 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4);
+  const MemoryEstimate one = EstimateMemory(m, serve, Resolve(m, serve, c, "tp=1,batch=8"), c);
+  EXPECT_EQ(Term(one, "kv_cache"), 6 * 2 * 2 * 128 * 2 * 8 * 4096);
+  EXPECT_EQ(Term(one, "ssm_state"), state * 8);
+  const MemoryEstimate two = EstimateMemory(m, serve, Resolve(m, serve, c, "tp=2,batch=8"), c);
+  EXPECT_EQ(Term(two, "kv_cache"), Term(one, "kv_cache") / 2);
+  EXPECT_EQ(Term(two, "ssm_state"), state * 8 / 2);
+  // The pool holds whole sequences, each its KV and its state.
+  EXPECT_NEAR(static_cast<double>(one.kv.max_concurrent_sequences),
+              static_cast<double>(one.kv.max_kv_tokens) / 4096, 1);
+  const Workload w = Train(8192, 64);
+  const Layout l = Resolve(m, w, c, "framework=megatron,dp=8,ep=8,mbs=1,ac=none");
+  const MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
+  const double sb = 8192, h = 2688;
+  EXPECT_EQ(LayerActivationBytes(ctx, 0, Recompute::kNone),
+            static_cast<int64_t>(4 * sb * h + sb * (2 * 10304 + 2 * 4096 + 4 * 8 + 2 * 4096)));
+  // An attention block's is a transformer layer's attention half; no block keeps an MLP's.
+  ModelSpec llama_like = m;
+  llama_like.hybrid.clear();
+  llama_like.moe_layer.assign(52, true);
+  EXPECT_LT(LayerActivationBytes(ctx, 5, Recompute::kNone), LayerActivationBytes(MemoryContext{llama_like, w, l, c, ctx.r}, 5, Recompute::kNone));
+  EXPECT_EQ(LayerActivationBytes(ctx, 5, Recompute::kFull), static_cast<int64_t>(2 * sb * h));
+}
+
 // vLLM sizes its KV pool from what CUDA can allocate (torch.cuda.mem_get_info's total), not
 // nvidia-smi's total: llm-d's vLLM 0.19 log for Llama-3.1-8B on one H100 at 0.95 ("physical
 // 79.19 GiB") holds 476,016 KV tokens. Sized from 79.65 GiB, the pool would be 0.44 GiB

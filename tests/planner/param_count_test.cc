@@ -39,7 +39,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Published{"qwen3-235b-a22b", 235'093'634'560, 22'190'763'520}, Published{"gemma-2-9b", 9'241'705'984, 0},
                       Published{"gemma-2-27b", 27'227'128'320, 0},
                       Published{"deepseek-v3", 671'026'419'200, 37'552'297'472},
-                      Published{"gpt2", 124'439'808, 0}),
+                      Published{"gpt2", 124'439'808, 0},
+                      // transformers on the meta device: 31,577,937,344 and 120,668,687,360, plus the
+                      // routers' correction biases it keeps as buffers (23 x 128, 40 x 512); NVIDIA's
+                      // model cards: "3.6B active including embeddings", "12.7B active".
+                      Published{"nemotron-3-nano-30b-a3b", 31'577'940'288, 3'580'076'352},
+                      Published{"nemotron-3-super-120b-a12b", 120'668'707'840, 12'770'237'440}),
     [](const auto& info) {
       std::string n = info.param.name;
       for (char& ch : n)
@@ -419,6 +424,58 @@ TEST(Families, SparseAttentionAndMiniMax) {
   EXPECT_EQ(CountParams(*mm2).active, CountParams(*mm2).total - 62 * 248 * 3 * 3072LL * 1536);
   EXPECT_TRUE(mm2->quant.quantized());
   for (const ModelSpec& m : {*v32, *glm5, *mm2}) ExpectReadsBack(m);
+}
+
+// Nemotron-H (transformers modeling_nemotron_h.py): one norm and one mixer per block. Each part
+// of Nemotron 3 Nano as transformers' named_parameters() sums it on the meta device.
+TEST(Families, NemotronHybrid) {
+  auto nano = LoadModel("nemotron-3-nano-30b-a3b");
+  ASSERT_TRUE(nano.ok()) << nano.status().message();
+  EXPECT_EQ(nano->layers, 52);
+  EXPECT_EQ(nano->hybrid, "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME");
+  EXPECT_EQ(nano->attention_layer_count(), 6);
+  EXPECT_EQ(nano->moe_layer_count(), 23);
+  const ParamCounts c = CountParams(*nano);
+  // 23 mixers: in_proj 637,034,496, out_proj 253,231,104, conv1d 565,248 + 141,312, the gated
+  // norm 94,208, A_log, D and dt_bias 1,472 each.
+  EXPECT_EQ(c.mamba, 891'070'784);
+  EXPECT_EQ(c.attention, 4'128'768 * 2 + 66'060'288 * 2);
+  EXPECT_EQ(c.experts, 2 * 14'687'404'032LL);
+  EXPECT_EQ(c.shared_experts, 2 * 229'490'688);
+  EXPECT_EQ(c.router, 7'913'472 + 23 * 128);
+  EXPECT_EQ(c.norms, 16'128 + 61'824 + 61'824 + 2'688);  // one per block, and norm_f
+  EXPECT_EQ(c.mlp, 0);
+  // Super's routed experts work in the 1,024-wide latent; the latent projections are dense.
+  auto super = LoadModel("nemotron-3-super-120b-a12b");
+  ASSERT_TRUE(super.ok()) << super.status().message();
+  EXPECT_EQ(super->moe_latent, 1024);
+  EXPECT_EQ(super->mtp_layers, 1);
+  EXPECT_EQ(CountParams(*super).experts, 2 * 56'371'445'760LL);
+  EXPECT_EQ(CountParams(*super).shared_experts, 2 * 880'803'840LL + 2 * 167'772'160LL);
+  // The remote code's layers_block_type spelling reads as the pattern does; a dense hybrid
+  // (Nemotron-H 8B's shape: MLP blocks, no experts) counts its relu2 MLPs.
+  auto listed = FromJson(R"({"model_type":"nemotron_h","hidden_size":2688,"num_attention_heads":32,"num_key_value_heads":2,
+    "head_dim":128,"mamba_num_heads":64,"mamba_head_dim":64,"ssm_state_size":128,"n_groups":8,"vocab_size":131072,
+    "n_routed_experts":128,"num_experts_per_tok":6,"moe_intermediate_size":1856,"moe_shared_expert_intermediate_size":3712,
+    "layers_block_type":["mamba","moe","mamba","moe","mamba","attention"]})");
+  ASSERT_TRUE(listed.ok()) << listed.status().message();
+  EXPECT_EQ(listed->hybrid, "MEMEM*");
+  auto dense = FromJson(R"({"model_type":"nemotron_h","hidden_size":4096,"intermediate_size":21504,
+    "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"mamba_num_heads":128,"mamba_head_dim":64,
+    "ssm_state_size":128,"n_groups":8,"vocab_size":131072,"hybrid_override_pattern":"M-M*-"})");
+  ASSERT_TRUE(dense.ok()) << dense.status().message();
+  EXPECT_FALSE(dense->is_moe());
+  EXPECT_EQ(CountParams(*dense).mlp, 2 * 2 * 4096LL * 21504);
+  EXPECT_EQ(CountParams(*dense).total, 2 * 131072LL * 4096 + 2 * MambaParams(*dense) + (2 * 4096LL * 4096 + 2 * 4096LL * 1024) +
+                                           2 * 2 * 4096LL * 21504 + 6 * 4096);
+  for (const ModelSpec& m : {*nano, *super, *listed, *dense}) ExpectReadsBack(m);
+  // Without a pattern there is no model to count; a wrong letter is named.
+  auto none = FromJson(R"({"model_type":"nemotron_h","hidden_size":4096})");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("hybrid_override_pattern"), std::string::npos) << none.status().message();
+  auto bad = FromJson(R"({"model_type":"nemotron_h","hybrid_override_pattern":"M*X"})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("got \"X\""), std::string::npos) << bad.status().message();
 }
 
 // Qwen2-VL, Qwen2.5-VL, Gemma 3 and Mistral 3 (transformers modeling_qwen2_vl.py,

@@ -158,6 +158,23 @@ TEST(FlopsPerToken, MatchesMegatronCoreFormulaForGqa) {
   EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(Llama3_70B(), 8192), core);
 }
 
+// Nemotron 3 Nano at 8,192 tokens, block by block: 6 attention blocks (q, o of 4,096 and k, v of
+// 256 over h = 2,688), 23 MoE blocks (top-6 up/down experts of 1,856, a shared expert of 3,712
+// and the router), 23 Mamba-2 blocks (in_proj to 10,304 and out_proj from 4,096) and the head:
+// 3,226,804,224 matmul weights. Attention adds 2 x 6 x 8,192 x 32 x 256 and the SSD scan
+// 23 x (2 x 128 x (128 x 8 + 4,096) + 4 x 128 x 4,096) per pass. Megatron-Bridge's own table
+// (26.06, DGX-H100) reports 328 model TFLOP/s at 14,719 tokens/s: 22.28 GFLOP a token from its
+// num_floating_point_operations, which takes Mamba's inner width as 2h; ours is 1.2% under it.
+TEST(FlopsPerToken, HybridCountsEachBlockItsOwnMixer) {
+  auto m = LoadModel("nemotron-3-nano-30b-a3b");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_DOUBLE_EQ(MatmulParamsPerToken(*m), 3'226'804'224.0);
+  EXPECT_DOUBLE_EQ(SsdFlopsPerToken(*m), 3'407'872.0);
+  const double expected = 6 * 3'226'804'224.0 + 3 * (2.0 * 6 * 8192 * 32 * 256 + 23 * 3'407'872.0);
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(*m, 8192), expected);
+  EXPECT_NEAR(TrainingFlopsPerToken(*m, 8192) / (328e12 / 14719), 1, 0.02);
+}
+
 TEST(FlopsPerToken, MoeCountsTopKExpertsAndTheRouter) {
   ModelSpec m = Llama2_7B();
   m.experts = 8;
@@ -384,6 +401,39 @@ TEST(StepTime, SparseAttentionPaysOffAtLongContext) {
   EXPECT_GT(long_gain, 1.5);
   EXPECT_LT(long_gain, 2);
   EXPECT_NEAR(tps(dsa, 4096) / tps(dense, 4096), 1, 0.1);
+}
+
+// A hybrid's blocks each run their own mixer: with no attention block there is no ring
+// attention, so under CP its only context traffic is the Mamba blocks' all-to-all to head
+// shards and back (Megatron's mamba_context_parallel.py); a Mamba block is cheaper than the
+// attention + MLP layer of the same width at long context; and only the pattern's letters
+// matter, not their order, on one stage.
+TEST(StepTime, HybridBlocksRunTheirOwnMixers) {
+  auto doc = Document::Parse("h.json", R"({"model_type":"nemotron_h","hidden_size":4096,"intermediate_size":16384,
+    "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"mamba_num_heads":128,"mamba_head_dim":64,
+    "ssm_state_size":128,"n_groups":8,"vocab_size":131072,"hybrid_override_pattern":"M-M-M-M-"})");
+  ASSERT_TRUE(doc.ok());
+  auto m = ParseModel(*doc, "mamba-mlp");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Layout cp = FsdpLayout(4);
+  cp.cp = 2;
+  const TimeOptions terms;
+  auto term = [](const TimeEstimate& t, const std::string& name) {
+    for (const TimeTerm& x : t.terms)
+      if (x.name == name) return x.raw_seconds;
+    return -1.0;
+  };
+  EXPECT_GT(term(EstimateTime(*m, Pretrain(32768, 8), cp, DgxH100(1), terms), "cp_comm"), 0);
+  EXPECT_EQ(term(EstimateTime(*m, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1), terms), "cp_comm"), 0);
+  ModelSpec reordered = *m;
+  reordered.hybrid = "MMMM----";
+  EXPECT_DOUBLE_EQ(EstimateTime(reordered, Pretrain(4096, 8), FsdpLayout(8), DgxH100(1)).step_seconds,
+                   EstimateTime(*m, Pretrain(4096, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
+  ModelSpec attention = *m;
+  attention.hybrid = "*-*-*-*-";
+  attention.mamba = {};
+  EXPECT_LT(EstimateTime(*m, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds,
+            EstimateTime(attention, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
 }
 
 // MPT-7B as llm-foundry's benchmark yamls build it (d_model 4096, 32 heads, 32 layers,
