@@ -110,6 +110,8 @@ def summarize(rows):
                 fit_cases += 1  # a rejected input answers nothing: a miss
             if "metric" in t:
                 mem.append(float("inf"))
+            if "tokens_per_sec_per_gpu" in t:
+                time_.append(float("inf"))
             continue
         if "fits" in t:
             fit_cases += 1
