@@ -36,13 +36,14 @@ nlohmann::json ToJson(const ModelSpec& m, const ParamCounts& c) {
                 {"attention", m.attention == AttentionKind::kMla ? "mla" : "gqa"}, {"dtype", DtypeName(m.dtype)}};
   if (m.is_hybrid()) {  // one mixer per block, in HF's hybrid_override_pattern letters
     j["model"]["hybrid_pattern"] = m.hybrid;
-    j["model"]["mamba"] = {{"heads", m.mamba.heads}, {"head_dim", m.mamba.head_dim}, {"state", m.mamba.state},
-                           {"groups", m.mamba.groups}, {"conv_kernel", m.mamba.conv_kernel}};
+    j["model"]["linear_mixer"] = {{"kind", m.linear.delta ? "gated_deltanet" : "mamba2"}, {"heads", m.linear.heads},
+                                  {"head_dim", m.linear.head_dim}, {"state", m.linear.state},
+                           {"groups", m.linear.groups}, {"conv_kernel", m.linear.conv_kernel}};
   }
   j["params_total"] = c.total;
   j["params_active"] = c.active;
   if (c.vision > 0) j["params_vision"] = c.vision;  // a VLM's vision encoder, outside the text totals
-  j["params"] = {{"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mamba", c.mamba},
+  j["params"] = {{"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"linear_mixers", c.linear_mixers},
                  {"mlp", c.mlp}, {"experts", c.experts}, {"shared_experts", c.shared_experts}, {"router", c.router},
                  {"norms", c.norms}, {"head", c.head}};
   for (const WeightFormat& f : kFormats) {
@@ -69,15 +70,20 @@ void PrintText(const ModelSpec& m, const ParamCounts& c) {
             << m.heads << " heads / " << m.kv_heads << " KV heads of " << m.head_dim << ", vocab " << m.vocab;
   if (m.is_moe()) std::cout << ", " << m.experts << " experts top-" << m.experts_per_token << " on " << m.moe_layer_count() << " layers";
   if (m.is_hybrid()) {
-    const auto count = [&](char c) { return std::to_string(std::count(m.hybrid.begin(), m.hybrid.end(), c)); };
-    std::cout << "\nhybrid blocks: " << count('M') << " Mamba-2 (" << m.mamba.heads << " heads of " << m.mamba.head_dim
-              << ", state " << m.mamba.state << "), " << count('*') << " attention, " << count('-') << " MLP, " << count('E')
-              << " MoE";
+    const char* mixer = m.linear.delta ? "Gated DeltaNet" : "Mamba-2";
+    const std::pair<char, std::string> kinds[] = {{'M', mixer}, {'*', "attention"}, {'-', "MLP"}, {'E', "MoE"},
+                                                  {'A', "attention + FFN"}, {'G', std::string(mixer) + " + FFN"}};
+    std::string parts;
+    for (const auto& [c, name] : kinds)
+      if (const auto n = std::count(m.hybrid.begin(), m.hybrid.end(), c); n > 0)
+        parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+    std::cout << "\nhybrid layers: " << parts << "; " << mixer << " of " << m.linear.heads << " heads of "
+              << m.linear.head_dim << ", state " << m.linear.state;
   }
   std::cout << "\n\n";
   Table t({"part", "parameters", "share"});
   const std::pair<const char*, int64_t> parts[] = {
-      {"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"mamba", c.mamba},
+      {"embedding", c.embedding}, {"position", c.position}, {"attention", c.attention}, {"linear mixers", c.linear_mixers},
       {"mlp", c.mlp}, {"experts", c.experts}, {"shared experts", c.shared_experts}, {"router", c.router}, {"norms", c.norms},
       {"head", c.head}};
   for (const auto& [name, n] : parts)

@@ -47,10 +47,10 @@ void ModelFlags(const ModelSpec& m, Flags& f) {
     // pretrain_mamba.py's hybrid stack (Megatron-LM arguments.py): one block per pattern
     // letter, Mamba-2 mixers of the given heads and groups, squared-ReLU MLPs, no RoPE.
     f.emplace_back("--hybrid-override-pattern " + m.hybrid);
-    Add(f, "--mamba-num-heads", m.mamba.heads);
-    Add(f, "--mamba-head-dim", m.mamba.head_dim);
-    Add(f, "--mamba-state-dim", m.mamba.state);
-    Add(f, "--mamba-num-groups", m.mamba.groups);
+    Add(f, "--mamba-num-heads", m.linear.heads);
+    Add(f, "--mamba-head-dim", m.linear.head_dim);
+    Add(f, "--mamba-state-dim", m.linear.state);
+    Add(f, "--mamba-num-groups", m.linear.groups);
     Add(f, "--squared-relu");
   }
 }
@@ -113,6 +113,9 @@ void PrecisionFlags(const Plan& plan, Flags& f) {
 
 Status Check(const Plan& plan) {
   const Layout& l = plan.layout;
+  if (plan.model.linear.delta)
+    return Status::BadInput("Megatron-LM: arguments for Gated DeltaNet models (" + plan.model.model_type +
+                            ") are not emitted; use --format torchtitan, accelerate or deepspeed");
   if (plan.workload.lora_like())
     return Status::BadInput("Megatron-LM: pretrain_gpt.py has no LoRA; use --format accelerate or deepspeed");
   if (l.zero >= 2)

@@ -55,6 +55,8 @@ double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair)
     replicated += 2 * sb * static_cast<double>(m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim);
   } else {
     split = 2 * sb * static_cast<double>(m.q_width() + 2 * m.kv_width()) + d.gi * sb * static_cast<double>(m.q_width());
+    // An output gate (Qwen3-Next) keeps the gate and the attention output its sigmoid scales.
+    if (m.attention_gate) split += 4 * sb * static_cast<double>(m.q_width());
   }
   split += ScoreBytes(ctx, d);
   return replicated / d.sp_div + split / d.t;
@@ -107,17 +109,26 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   return bytes;
 }
 
-// A Mamba-2 mixer (Megatron mamba_mixer.py and transformers NemotronHMamba2Mixer, both on
+// A linear mixer. Mamba-2 (Megatron mamba_mixer.py and transformers NemotronHMamba2Mixer, both on
 // mamba_ssm's mamba_split_conv1d_scan_combined): the block's norm input and in_proj's input,
 // in_proj's output (z, x, B, C, dt) and the scan's output y, which the fused function saves
 // (it recomputes the conv and the chunk states in backward), and an fp32 rstd per group.
 // Megatron runs out_proj as its own linear, which saves the gated, normed y as well;
 // transformers passes out_proj's weight into the fused function instead.
-double MambaBytes(const MemoryContext& ctx, const Dims& d) {
-  const ModelSpec::Mamba& x = ctx.m.mamba;
+// A Gated DeltaNet (transformers Qwen3NextGatedDeltaNet on fla's kernels) keeps in_proj's
+// outputs, the conv's output q, k, v (fla's chunk_gated_delta_rule saves them with the decays
+// and betas and an fp32 chunk x chunk WY matrix per head) and the output y, which the gated
+// norm reads, and out_proj, a Linear of its own, its input.
+double LinearMixerBytes(const MemoryContext& ctx, const Dims& d) {
+  const ModelSpec::LinearMixer& x = ctx.m.linear;
   const double sb = d.s * d.b, inner = static_cast<double>(x.inner());
-  double split = 2 * sb * static_cast<double>(x.in_proj()) + 2 * sb * inner + 4 * sb * static_cast<double>(x.groups);
-  if (MegatronModelCode(ctx.l)) split += d.gi * sb * inner;
+  double split = 2 * sb * static_cast<double>(x.in_proj()) + 2 * sb * inner;
+  if (x.delta) {
+    split += 2 * sb * static_cast<double>(x.conv_dim()) + 4 * sb * static_cast<double>(x.heads * x.chunk) + d.gi * sb * inner;
+  } else {
+    split += 4 * sb * static_cast<double>(x.groups);
+    if (MegatronModelCode(ctx.l)) split += d.gi * sb * inner;
+  }
   return NormPair(d) * sb * d.h / d.sp_div + split / d.t;
 }
 
@@ -157,11 +168,11 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   const bool moe = m.is_moe_layer(layer);
   // A hybrid's block holds one mixer and one norm; Mamba-2 blocks have no module to recompute.
   const bool attention = m.has_attention(layer);
-  if (m.is_mamba(layer)) return (mods & kAcLayernorm) ? 2 * sb * d.h / d.sp_div : 0;
+  if (m.block(layer) == 'M') return (mods & kAcLayernorm) ? 2 * sb * d.h / d.sp_div : 0;
   double drop = 0;
   if ((mods & kAcCoreAttn) && attention) drop += ScoreBytes(ctx, d) / d.t;  // the LSE under flash, else the softmax
-  if (mods & kAcLayernorm) drop += (m.is_hybrid() ? 1 : 2) * 2 * sb * d.h / d.sp_div;  // the norms' outputs
-  if (m.is_hybrid() && attention) return drop;
+  if (mods & kAcLayernorm) drop += m.sub_blocks(layer) * 2 * sb * d.h / d.sp_div;  // the norms' outputs
+  if (!m.has_ffn(layer)) return drop;
   if ((mods & kAcMlaUpProj) && m.attention == AttentionKind::kMla)
     drop += 2 * sb * static_cast<double>(m.heads) *
             static_cast<double>(2 * (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim) / d.t;
@@ -190,13 +201,12 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   const ModelSpec& m = ctx.m;
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE.
-  const bool attention = m.has_attention(layer), mamba = m.is_mamba(layer);
-  const bool mlp_part = !m.is_hybrid() || (!attention && !mamba);
-  double attn = attention ? AttentionBytes(ctx, d, NormPair(d)) : mamba ? MambaBytes(ctx, d) : 0;
-  double mlp = mlp_part ? MlpBytes(ctx, layer, d) : 0;
+  double attn = m.has_attention(layer) ? AttentionBytes(ctx, d, NormPair(d))
+               : m.has_linear_mixer(layer) ? LinearMixerBytes(ctx, d) : 0;
+  double mlp = m.has_ffn(layer) ? MlpBytes(ctx, layer, d) : 0;
   // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
   // compiled, the upcast is fused into the norm and recomputed.
-  const int block_norms = m.is_hybrid() ? 1 : m.norms_per_layer;
+  const int block_norms = m.is_hybrid() ? m.sub_blocks(layer) : m.norms_per_layer;
   double norms = HfStyle(ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile
                      ? block_norms * 4 * d.s * d.b * d.h / d.sp_div : 0;
   double total = attn + mlp + norms;

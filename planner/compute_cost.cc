@@ -179,7 +179,8 @@ void AttentionGemms(const LayerShape& x, Forward* f) {
   }
   const double qw = m.q_width(), kvw = m.kv_width();
   const double o = Gemm(x.hw, lp, T, h, qw / tp);
-  f->gemm += Gemm(x.hw, lp, T, (qw + 2 * kvw) / tp, h) + o;
+  const double q_out = m.attention_gate ? 2 * qw : qw;  // q_proj also gives the output gate
+  f->gemm += Gemm(x.hw, lp, T, (q_out + 2 * kvw) / tp, h) + o;
   if (x.op_sac) f->sac_gemm += Gemm(x.hw, lp, T, kvw / tp, h) + o;  // wk, wo: mm #2 and #4 of q,k,v,o
 }
 
@@ -239,17 +240,17 @@ void AttentionCore(const LayerShape& x, Forward* f) {
   f->attn += MemSeconds(x.hw, x.tokens * heads * x.seq * x.act * kScorePasses);
 }
 
-// A Mamba-2 block: in_proj and out_proj (column- and row-parallel over TP, as Megatron's
-// MambaMixer splits heads and groups), the SSD scan at the fused-attention kernels' rate or
-// its memory traffic, whichever is slower, and the pointwise work: one norm and residual, the
-// conv and SiLU over x, B and C, the gated RMSNorm over y.
-void MambaBlock(const LayerShape& x, Forward* f) {
+// A linear mixer (Mamba-2 or Gated DeltaNet): in_proj and out_proj (column- and row-parallel
+// over TP, as Megatron's MambaMixer splits heads and groups), the chunked scan at the
+// fused-attention kernels' rate or its memory traffic, whichever is slower, and the pointwise
+// work: one norm and residual, the conv and SiLU over x, B and C, the gated RMSNorm over y.
+void LinearMixerBlock(const LayerShape& x, Forward* f) {
   const ModelSpec& m = x.m;
-  const ModelSpec::Mamba& mb = m.mamba;
+  const ModelSpec::LinearMixer& mb = m.linear;
   const double T = x.tokens, h = m.hidden, tp = x.tp;
   const double inner = static_cast<double>(mb.inner()), bc = 2.0 * static_cast<double>(mb.groups * mb.state);
   f->gemm += Gemm(x.hw, x.fp8, T, static_cast<double>(mb.in_proj()) / tp, h) + Gemm(x.hw, x.fp8, T, h, inner / tp);
-  const double flops = T * SsdFlopsPerToken(m) / tp;
+  const double flops = T * LinearMixerFlopsPerToken(m) / tp;
   const double states = T / static_cast<double>(mb.chunk) * inner * static_cast<double>(mb.state) * 4 * kSsdStatePasses;
   const double bytes = T * (3 * inner + 2 * bc) * x.act + states;
   const double scan = std::max(flops / (x.hw.peak16 * x.hw.attention), MemSeconds(x.hw, bytes / tp));
@@ -281,7 +282,7 @@ void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forwar
   const double tp = x.tp, h = m.hidden;
   const double hidden_split = x.sp ? tp : 1;  // SP splits norms/residuals over TP
   const double proj = m.attention == AttentionKind::kMla ? m.heads * (2 * QkDim(m) + VDim(m))
-                                                         : m.q_width() + 2.0 * m.kv_width();
+                                                         : (m.attention_gate ? 3.0 : 1.0) * m.q_width() + 2.0 * m.kv_width();
   double inner = m.intermediate;
   if (moe) {
     inner = static_cast<double>(m.experts_per_token * m.expert_intermediate + m.shared_experts * m.shared_intermediate);
@@ -373,10 +374,10 @@ double AttendedKeys(const ModelSpec& m, double s, bool causal_skip) {
   return sliding_share * window + (1 - sliding_share) * full;
 }
 
-// Blocks of each kind: attention, dense MLP, MoE, Mamba-2. A transformer's every layer has
-// attention and an MLP or an MoE block; a hybrid's holds one of the four.
+// Sub-blocks of each kind: attention, dense MLP, MoE, linear mixer. A transformer's every
+// layer has attention and an MLP or an MoE block; a hybrid's layer one or two of them.
 struct BlockCounts {
-  double attention = 0, mlp = 0, moe = 0, mamba = 0;
+  double attention = 0, mlp = 0, moe = 0, linear = 0;
 };
 
 BlockCounts CountBlocks(const ModelSpec& m, int64_t moe_layer_count) {
@@ -387,25 +388,30 @@ BlockCounts CountBlocks(const ModelSpec& m, int64_t moe_layer_count) {
     n.mlp = n.attention - n.moe;
     return n;
   }
-  for (char c : m.hybrid) {
-    n.attention += c == '*';
-    n.mlp += c == '-';
-    n.moe += c == 'E';
-    n.mamba += c == 'M';
+  for (int64_t l = 0; l < m.layers; ++l) {
+    n.attention += m.has_attention(l);
+    n.linear += m.has_linear_mixer(l);
+    n.mlp += m.has_mlp(l);
+    n.moe += m.has_ffn(l) && m.is_moe_layer(l);
   }
   return n;
 }
 
-// Per token of one Mamba-2 block: in_proj and out_proj weights, and the SSD's own FLOPs
-// (Dao & Gu 2024, sec. 6): the intra-chunk C.B^T scores, 2 Q N G, their product with x,
-// 2 Q P H, the chunk state, 2 N P H, and the state's contribution to the output, 2 N P H.
-double MambaMatmulParams(const ModelSpec& m) {
-  return static_cast<double>(m.hidden) * static_cast<double>(m.mamba.in_proj() + m.mamba.inner());
+// Per token of one linear mixer: its in_proj and out_proj weights, and the chunked scan's own
+// FLOPs, with chunks of Q tokens, N = state, P = head_dim, H heads and G groups.
+//   Mamba-2's SSD (Dao & Gu 2024, sec. 6): the intra-chunk C.B^T scores, 2 Q N G, their product
+//   with x, 2 Q P H, the chunk state, 2 N P H, and the state's contribution to the output, 2 N P H.
+//   Gated DeltaNet (fla's chunk_gated_delta_rule, WY form; Yang et al. 2024): per head, K K^T,
+//   W = A K and Q K^T within the chunk, 3 x 2 Q N, U = A V and the intra-chunk output, 2 x 2 Q P,
+//   and against the state W S, Q S and the update K^T V', 3 x 2 N P.
+double LinearMixerMatmulParams(const ModelSpec& m) {
+  return static_cast<double>(m.hidden) * static_cast<double>(m.linear.in_proj() + m.linear.inner());
 }
-double SsdFlopsPerToken(const ModelSpec& m) {
-  const ModelSpec::Mamba& x = m.mamba;
-  const double q = static_cast<double>(x.chunk), n = static_cast<double>(x.state);
-  return 2 * q * (n * static_cast<double>(x.groups) + static_cast<double>(x.inner())) + 4 * n * static_cast<double>(x.inner());
+double LinearMixerFlopsPerToken(const ModelSpec& m) {
+  const ModelSpec::LinearMixer& x = m.linear;
+  const double q = static_cast<double>(x.chunk), n = static_cast<double>(x.state), inner = static_cast<double>(x.inner());
+  if (x.delta) return static_cast<double>(x.heads) * (6 * q * n + 4 * q * static_cast<double>(x.head_dim)) + 6 * n * inner;
+  return 2 * q * (n * static_cast<double>(x.groups) + inner) + 4 * n * inner;
 }
 
 double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
@@ -417,7 +423,7 @@ double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
            h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim) +
            a * m.v_head_dim * h;
   } else {
-    attn = 2 * h * m.q_width() + 2 * h * m.kv_width();
+    attn = (m.attention_gate ? 3 : 2) * h * m.q_width() + 2 * h * m.kv_width();
   }
   const double mats = m.mlp == MlpKind::kGated ? 3 : 2;
   const double dense_mlp = mats * h * m.intermediate;
@@ -428,13 +434,13 @@ double MatmulParams(const ModelSpec& m, int64_t moe_layer_count) {
   const BlockCounts n = CountBlocks(m, moe_layer_count);
   const double ew = Width(m);
   const double head = m.vocab * ew + (ew != h ? ew * h : 0);  // OPT's project_out feeds the head
-  return n.attention * attn + n.mlp * dense_mlp + n.moe * moe_mlp + n.mamba * MambaMatmulParams(m) + head;
+  return n.attention * attn + n.mlp * dense_mlp + n.moe * moe_mlp + n.linear * LinearMixerMatmulParams(m) + head;
 }
 
 double FlopsPerToken(const ModelSpec& m, int64_t moe_layers, double context, double weight_factor, double passes) {
   const BlockCounts n = CountBlocks(m, moe_layers);
   const double attn = 2.0 * n.attention * AttendedKeys(m, context, false) * m.heads * (QkDim(m) + VDim(m));
-  return weight_factor * MatmulParams(m, moe_layers) + passes * (attn + n.mamba * SsdFlopsPerToken(m));
+  return weight_factor * MatmulParams(m, moe_layers) + passes * (attn + n.linear * LinearMixerFlopsPerToken(m));
 }
 
 double ModelFlops(const ModelSpec& m, const Workload& w, int64_t moe_layers) {
@@ -504,19 +510,17 @@ double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
 
 Forward LayerForward(const LayerShape& x, bool moe, char block) {
   Forward f;
-  if (block == 'M') {
-    MambaBlock(x, &f);
-    return f;
-  }
-  const bool attention = block == 0 || block == '*', mlp = block != '*';
+  const bool attention = block == 0 || block == '*' || block == 'A';
+  const bool mlp = block == 0 || block == '-' || block == 'E' || block == 'A' || block == 'G';
   if (attention) {
     AttentionGemms(x, &f);
     AttentionCore(x, &f);
+    f.attn_bwd = f.attn * (x.flash ? kFlashBackwardRatio : 2);
+    RingMerges(x, &f);
   }
   if (mlp) MlpGemms(x, moe, &f);
-  Elementwise(x, moe, attention, mlp, &f);
-  f.attn_bwd = f.attn * (x.flash ? kFlashBackwardRatio : 2);
-  if (attention) RingMerges(x, &f);
+  if (attention || mlp) Elementwise(x, moe, attention, mlp, &f);
+  if (block == 'M' || block == 'G') LinearMixerBlock(x, &f);
   return f;
 }
 

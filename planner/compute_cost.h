@@ -55,7 +55,7 @@ double VDim(const ModelSpec& m);
 // kernel skips masked blocks (flash), sliding-window layers cap it at the window.
 double AttendedKeys(const ModelSpec& m, double s, bool causal_skip);
 // FLOPs of one Mamba-2 block's SSD scan per token, forward (its projections are matmul weights).
-double SsdFlopsPerToken(const ModelSpec& m);
+double LinearMixerFlopsPerToken(const ModelSpec& m);
 // Weight elements one token multiplies (MatmulParamsPerToken), with the MoE layer count given.
 double MatmulParams(const ModelSpec& m, int64_t moe_layer_count);
 // `weight_factor` FLOPs per matmul weight (2 forward, 4 with data gradients, 6 with weight

@@ -36,14 +36,15 @@ double KvLayers(const ModelSpec& m, const StageShape& s) {
 
 }  // namespace
 
-int64_t MambaStateBytesPerSequence(const ModelSpec& m, const StageShape& s, int tp) {
-  // Per Mamba-2 block and sequence: the conv's last conv_kernel - 1 inputs of x, B and C in the
-  // model's dtype and the SSM state, heads x head_dim x state, in mamba_ssm_cache_dtype (fp32
-  // in Nemotron-H's configs; vLLM mamba_utils.py MambaStateShapeCalculator), both split by TP.
-  const ModelSpec::Mamba& x = m.mamba;
+int64_t RecurrentStateBytesPerSequence(const ModelSpec& m, const StageShape& s, int tp) {
+  // Per linear-mixer block and sequence: the conv's last conv_kernel - 1 inputs of x, B and C
+  // in the model's dtype and the recurrent state, heads x head_dim x state, in the cache dtype
+  // (Mamba-2: mamba_ssm_cache_dtype, fp32 in Nemotron-H's configs; Gated DeltaNet: the model's;
+  // vLLM mamba_utils.py MambaStateShapeCalculator), both split by TP.
+  const ModelSpec::LinearMixer& x = m.linear;
   if (!m.is_hybrid() || x.heads == 0) return 0;
   int64_t blocks = 0;
-  for (int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) blocks += m.is_mamba(l) ? 1 : 0;
+  for (int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) blocks += m.has_linear_mixer(l) ? 1 : 0;
   const double conv = static_cast<double>(x.conv_dim()) * static_cast<double>(x.conv_kernel - 1) * DtypeBytes(m.dtype);
   const double ssm = static_cast<double>(x.inner()) * static_cast<double>(x.state) * DtypeBytes(x.ssm_cache);
   return static_cast<int64_t>(static_cast<double>(blocks) * (conv + ssm) / std::max(1, tp));
@@ -97,9 +98,9 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
   out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
                  Pool::kTorch, "2 x layers x kv heads/TP x head_dim x dtype per token (vLLM kv_cache_interface.py)"});
-  if (const int64_t state = MambaStateBytesPerSequence(m, s, l.tp); state > 0)
+  if (const int64_t state = RecurrentStateBytesPerSequence(m, s, l.tp); state > 0)
     out.push_back({"ssm_state", state * std::max(1, l.batch), std::max(1, s.layers), Phase::kSetup, Phase::kForward,
-                   Pool::kTorch, "Mamba-2 conv and SSM state per sequence, x Mamba blocks / TP"});
+                   Pool::kTorch, "linear mixers' conv and recurrent state per sequence, x their blocks / TP"});
   // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
   // last stage the dummy sampler run that follows, whichever is larger.
   const double t = l.tp;
@@ -152,7 +153,7 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   }
   const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
-  const int64_t state = MambaStateBytesPerSequence(ctx.m, s, ctx.l.tp);
+  const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp);
   if (available > 0 && state > 0) {
     // A hybrid's sequences each hold their Mamba state beside their attention blocks' KV.
     const double context = static_cast<double>(std::max<int64_t>(1, ctx.w.context_len()));

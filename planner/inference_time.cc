@@ -44,10 +44,11 @@ Replica ReplicaBytes(const ModelSpec& m, Dtype weights, Dtype kv, int tp, int pp
                                : 2 * std::max(static_cast<double>(m.kv_width()) / tp, static_cast<double>(m.head_dim));
   r.attention_layers = static_cast<double>(m.attention_layer_count()) / pp;
   r.kv_per_token = r.attention_layers * per_layer * DtypeBytes(kv);
-  r.tp_collectives = (m.is_hybrid() ? 1 : 2) * r.layers;
+  for (int64_t l = 0; l < m.layers; ++l) r.tp_collectives += m.sub_blocks(l);
+  r.tp_collectives /= pp;
   StageShape whole;
   whole.layers = static_cast<int>(m.layers);
-  r.state_per_sequence = static_cast<double>(MambaStateBytesPerSequence(m, whole, tp)) / pp;
+  r.state_per_sequence = static_cast<double>(RecurrentStateBytesPerSequence(m, whole, tp)) / pp;
   return r;
 }
 

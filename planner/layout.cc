@@ -262,15 +262,17 @@ Status CheckHeads(const ModelSpec& m, const Layout& l) {
   if (m.attention == AttentionKind::kGqa && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     return Rule("tp (" + Num(l.tp) + ") must divide the KV heads (" + Num(m.kv_heads) +
                 ") or be a multiple of them (KV heads are then replicated, as Megatron does)");
-  // Megatron's MambaMixer splits the heads and the B/C groups over TP (mamba_mixer.py asserts both).
-  if (m.mamba.heads > 0 && (m.mamba.heads % l.tp != 0 || m.mamba.groups % l.tp != 0))
-    return Rule("tp (" + Num(l.tp) + ") must divide the Mamba heads (" + Num(m.mamba.heads) + ") and groups (" +
-                Num(m.mamba.groups) + ")");
+  // Megatron's MambaMixer splits the heads and the B/C groups over TP (mamba_mixer.py asserts
+  // both); a Gated DeltaNet's value and key heads split alike.
+  const char* mixer = m.linear.delta ? "Gated DeltaNet value heads" : "Mamba heads";
+  if (m.linear.heads > 0 && (m.linear.heads % l.tp != 0 || m.linear.groups % l.tp != 0))
+    return Rule("tp (" + Num(l.tp) + ") must divide the " + mixer + " (" + Num(m.linear.heads) + ") and groups (" +
+                Num(m.linear.groups) + ")");
   // Its context parallelism shards those heads and groups again over CP (mamba_context_parallel.py).
-  if (m.mamba.heads > 0 && l.cp > 1 &&
-      (m.mamba.heads % (l.tp * l.cp) != 0 || m.mamba.groups % (l.tp * l.cp) != 0))
-    return Rule("tp x cp (" + Num(l.tp * l.cp) + ") must divide the Mamba heads (" + Num(m.mamba.heads) + ") and groups (" +
-                Num(m.mamba.groups) + ") under context parallelism");
+  if (m.linear.heads > 0 && l.cp > 1 &&
+      (m.linear.heads % (l.tp * l.cp) != 0 || m.linear.groups % (l.tp * l.cp) != 0))
+    return Rule("tp x cp (" + Num(l.tp * l.cp) + ") must divide the " + mixer + " (" + Num(m.linear.heads) + ") and groups (" +
+                Num(m.linear.groups) + ") under context parallelism");
   return Status::Ok();
 }
 

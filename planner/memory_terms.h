@@ -58,7 +58,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
 // KV cache bytes per token on this GPU for the stage's layers.
 int64_t KvBytesPerToken(const MemoryContext& ctx, const StageShape& s);
 // A hybrid's Mamba-2 conv and SSM state per sequence on this stage, per TP rank (0 without Mamba blocks).
-int64_t MambaStateBytesPerSequence(const ModelSpec& m, const StageShape& s, int tp);
+int64_t RecurrentStateBytesPerSequence(const ModelSpec& m, const StageShape& s, int tp);
 
 // Bytes per element of optimizer state for the optimizer (fp32 states unless 8-bit), averaged
 // over the model's parameters where the optimizer treats them differently (Adafactor's

@@ -31,8 +31,8 @@ int64_t SharedExpertParams(const ModelSpec& m) {
   return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + (m.shared_expert_gate ? m.hidden : 0) + latent;
 }
 
-// Norms of one block: a hybrid's block has one, a transformer's norms_per_layer.
-int64_t BlockNorms(const ModelSpec& m) { return m.is_hybrid() ? 1 : m.norms_per_layer; }
+// Norms of one layer: one per sub-block of a hybrid's, a transformer's norms_per_layer.
+int64_t BlockNorms(const ModelSpec& m, int64_t layer) { return m.is_hybrid() ? m.sub_blocks(layer) : m.norms_per_layer; }
 
 int64_t EmbedWidth(const ModelSpec& m) { return m.word_embed_proj_dim > 0 ? m.word_embed_proj_dim : m.hidden; }
 
@@ -43,18 +43,22 @@ int64_t ModelSpec::moe_layer_count() const {
 }
 
 int64_t ModelSpec::attention_layer_count() const {
-  return is_hybrid() ? std::count(hybrid.begin(), hybrid.end(), '*') : layers;
+  return is_hybrid() ? std::count(hybrid.begin(), hybrid.end(), '*') + std::count(hybrid.begin(), hybrid.end(), 'A') : layers;
 }
 
-int64_t MambaParams(const ModelSpec& m) {
+int64_t LinearMixerParams(const ModelSpec& m) {
   // transformers NemotronHMamba2Mixer: in_proj (h -> z, xBC, dt), the depthwise conv1d over
   // xBC with its bias, dt_bias, A_log and D per head, the gated RMSNorm over the inner width,
   // out_proj (inner -> h). Nemotron 3 Nano's 23 mixers hold 891,070,784.
-  const ModelSpec::Mamba& x = m.mamba;
+  // Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba, the conv1d without bias, dt_bias and
+  // A_log per head, the gated RMSNorm of head_dim, out_proj. Qwen3-Next-80B-A3B's 36 hold
+  // 1,213,864,704.
+  const ModelSpec::LinearMixer& x = m.linear;
   if (x.heads == 0) return 0;
   const int64_t h = m.hidden, inner = x.inner(), conv = x.conv_dim();
+  const int64_t per_head = x.delta ? 2 : 3, norm = x.delta ? x.head_dim : inner;
   return h * x.in_proj() + (x.proj_bias ? x.in_proj() : 0) + conv * x.conv_kernel + (x.conv_bias ? conv : 0) +
-         3 * x.heads + inner + inner * h + (x.proj_bias ? h : 0);
+         per_head * x.heads + norm + inner * h + (x.proj_bias ? h : 0);
 }
 
 int64_t AttentionParams(const ModelSpec& m) {
@@ -75,6 +79,7 @@ int64_t AttentionParams(const ModelSpec& m) {
   }
   // ecosystem.md 4.2 "Attention (GQA)": h*a*d + 2*h*k*d + a*d*h
   int64_t p = h * m.q_width() + 2 * h * m.kv_width() + m.q_width() * h;
+  if (m.attention_gate) p += h * m.q_width() + (m.qkv_bias ? m.q_width() : 0);  // q_proj's gate half
   if (m.qkv_bias) p += m.q_width() + 2 * m.kv_width();
   if (m.o_bias) p += h;
   if (m.qk_norm) p += 2 * m.head_dim;
@@ -89,13 +94,10 @@ int64_t LayerExpertParams(const ModelSpec& m, int64_t layer) {
 }
 
 int64_t LayerParams(const ModelSpec& m, int64_t layer) {
-  int64_t p = BlockNorms(m) * NormParams(m, m.hidden);
-  if (m.is_hybrid()) {  // one mixer per block
-    if (m.is_mamba(layer)) return p + MambaParams(m);
-    if (m.has_attention(layer)) return p + AttentionParams(m);
-  } else {
-    p += AttentionParams(m);
-  }
+  int64_t p = BlockNorms(m, layer) * NormParams(m, m.hidden);
+  if (m.has_linear_mixer(layer)) p += LinearMixerParams(m);
+  if (m.has_attention(layer)) p += AttentionParams(m);
+  if (!m.has_ffn(layer)) return p;
   if (m.is_moe_layer(layer)) {
     p += LayerExpertParams(m, layer) + RouterParams(m) + SharedExpertParams(m);
   } else {
@@ -118,7 +120,7 @@ int64_t LargestParam(const ModelSpec& m) {
   largest = std::max(largest, m.hidden * std::max(m.q_width(), m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)));
   const int64_t mlp_inner = std::max(m.intermediate, m.expert_intermediate);
   largest = std::max(largest, m.hidden * mlp_inner);
-  largest = std::max(largest, m.hidden * m.mamba.in_proj());
+  largest = std::max(largest, m.hidden * m.linear.in_proj());
   return largest;
 }
 
@@ -135,6 +137,16 @@ int64_t VisionParams(const ModelSpec& m) {
     const int64_t bias = v.projector_bias ? 2 * v.out : 0;
     return v.in_channels * v.patch * v.patch * w + w + v.depth * block + w + w * v.merge * v.merge * w + w * v.out +
            v.out * v.out + bias;
+  }
+  if (v.kind == "qwen3_5" || v.kind == "qwen3_5_moe") {
+    // transformers Qwen3_5VisionModel: a biased Conv3d patch embedding, `image` learned
+    // positions (num_position_embeddings), LayerNorm blocks with biased qkv, proj, fc1 and fc2,
+    // and a merger of a LayerNorm over the width and biased Linear(w m^2, w m^2) and Linear(w m^2,
+    // out). Qwen3.5-35B-A3B's counts 446,571,248.
+    const int64_t merged = w * v.merge * v.merge;
+    const int64_t block = 2 * (2 * w) + (3 * w * w + 3 * w) + (w * w + w) + (f * w + f) + (w * f + w);
+    return (v.in_channels * v.temporal_patch * v.patch * v.patch * w + w) + v.image * w + v.depth * block + 2 * w +
+           (merged * merged + merged) + (merged * v.out + v.out);
   }
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
@@ -171,11 +183,8 @@ ParamCounts CountParams(const ModelSpec& m) {
 
   int64_t active_experts = 0;
   for (int64_t l = 0; l < m.layers; ++l) {
-    c.norms += BlockNorms(m) * NormParams(m, h);
-    if (m.is_mamba(l)) {
-      c.mamba += MambaParams(m);
-      continue;
-    }
+    c.norms += BlockNorms(m, l) * NormParams(m, h);
+    if (m.has_linear_mixer(l)) c.linear_mixers += LinearMixerParams(m);
     if (m.has_attention(l)) c.attention += AttentionParams(m);
     if (m.is_moe_layer(l)) {
       c.experts += LayerExpertParams(m, l);
@@ -187,7 +196,7 @@ ParamCounts CountParams(const ModelSpec& m) {
     }
   }
   if (m.final_norm) c.norms += NormParams(m, h);
-  c.total = c.embedding + c.position + c.attention + c.mamba + c.mlp + c.experts + c.shared_experts + c.router +
+  c.total = c.embedding + c.position + c.attention + c.linear_mixers + c.mlp + c.experts + c.shared_experts + c.router +
             c.norms + c.head;
   c.active = c.total - c.experts + active_experts;
   c.vision = VisionParams(m);

@@ -104,23 +104,33 @@ struct ModelSpec {
   int64_t index_head_dim = 0;
   int64_t index_topk = 0;
 
-  // Hybrid models (Nemotron-H): each block holds one mixer behind one norm, as HF's
-  // hybrid_override_pattern spells it per layer: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE.
-  // Empty = every block is attention then an MLP (an MoE where moe_layer says so).
+  // Hybrid models, one letter per layer. Nemotron-H's blocks hold one mixer behind one norm,
+  // as HF's hybrid_override_pattern spells them: 'M' a linear mixer, '*' attention, '-' an MLP,
+  // 'E' an MoE. Qwen3-Next's and Qwen3.5's layers are a token mixer and an MLP or MoE (as
+  // moe_layer says) behind two norms: 'A' attention, 'G' a linear mixer. Empty = every layer is
+  // attention then an MLP or MoE.
   std::string hybrid;
-  // The Mamba-2 mixer of the 'M' blocks (transformers NemotronHMamba2Mixer): inner width
-  // heads x head_dim; B and C of `state` per group; a depthwise causal conv of conv_kernel taps
-  // over x, B and C; the SSD scan in chunks of `chunk` tokens.
-  struct Mamba {
+  // The linear (recurrent) mixer of 'M' and 'G' blocks: `heads` value heads of head_dim (the
+  // inner width), each with a head_dim x `state` recurrent state; keys (B) and queries (C) of
+  // `state` per group of heads; a depthwise causal conv of conv_kernel taps over x, B and C; the
+  // chunked scan in chunks of `chunk` tokens.
+  //   Mamba-2 (transformers NemotronHMamba2Mixer): in_proj gives z, xBC and one dt per head;
+  //     A_log, D and dt_bias per head; a gated RMSNorm over the inner width.
+  //   Gated DeltaNet (Qwen3NextGatedDeltaNet): in_proj_qkvz gives q, k, v, z and in_proj_ba a
+  //     beta and a decay per head; A_log and dt_bias per head; a gated RMSNorm of head_dim shared
+  //     by the heads; no conv bias.
+  struct LinearMixer {
+    bool delta = false;             // Gated DeltaNet; else Mamba-2
     int64_t heads = 0, head_dim = 0, state = 0, groups = 0, conv_kernel = 0, chunk = 0;
     bool conv_bias = true, proj_bias = false;
-    Dtype ssm_cache = Dtype::kFp32;  // mamba_ssm_cache_dtype: the serving engine's SSM state
+    Dtype ssm_cache = Dtype::kFp32;  // the serving engine's recurrent state (mamba_ssm_cache_dtype)
     int64_t inner() const { return heads * head_dim; }
-    int64_t conv_dim() const { return inner() + 2 * groups * state; }  // x, B, C
-    int64_t in_proj() const { return inner() + conv_dim() + heads; }   // z, xBC, dt
-    bool operator==(const Mamba&) const = default;
+    int64_t conv_dim() const { return inner() + 2 * groups * state; }                   // x (v), B (k), C (q)
+    int64_t in_proj() const { return inner() + conv_dim() + (delta ? 2 : 1) * heads; }  // z, xBC, dt (beta, a)
+    bool operator==(const LinearMixer&) const = default;
   };
-  Mamba mamba;
+  LinearMixer linear;
+  bool attention_gate = false;      // Qwen3-Next / Qwen3.5: q_proj also gives a sigmoid gate on the attention output
   int64_t moe_latent = 0;           // Nemotron 3 Super: routed experts work in this width (fc1/fc2_latent_proj); 0 = hidden
 
   // The vision encoder of a vision-language checkpoint (Qwen2-VL, Qwen2.5-VL, Gemma 3, Mistral 3): frozen, held in
@@ -131,7 +141,7 @@ struct ModelSpec {
     int64_t depth = 0, width = 0;   // ViT blocks and their width
     int64_t intermediate = 0;       // MLP width (Qwen2-VL: width x mlp_ratio)
     int64_t patch = 0, temporal_patch = 0, in_channels = 0, merge = 0;
-    int64_t image = 0;              // SigLIP (Gemma 3): the image side, for its learned positions
+    int64_t image = 0;              // learned positions: SigLIP (Gemma 3) the image side, Qwen3.5 their count
     bool projector_bias = false;    // Mistral 3: multimodal_projector_bias
     int64_t out = 0;                // the merger's (projector's) output, the text tower's width
     bool operator==(const VisionTower&) const = default;
@@ -145,9 +155,18 @@ struct ModelSpec {
   char block(int64_t layer) const {  // the hybrid pattern's letter; 0 for a transformer block
     return layer >= 0 && layer < static_cast<int64_t>(hybrid.size()) ? hybrid[static_cast<size_t>(layer)] : 0;
   }
-  bool has_attention(int64_t layer) const { return !is_hybrid() || block(layer) == '*'; }
-  bool has_mlp(int64_t layer) const { return is_hybrid() ? block(layer) == '-' : !is_moe_layer(layer); }  // dense MLP
-  bool is_mamba(int64_t layer) const { return block(layer) == 'M'; }
+  bool has_attention(int64_t layer) const { return !is_hybrid() || block(layer) == '*' || block(layer) == 'A'; }
+  bool has_linear_mixer(int64_t layer) const { return block(layer) == 'M' || block(layer) == 'G'; }
+  bool has_ffn(int64_t layer) const {  // an MLP or an MoE block
+    const char b = block(layer);
+    return !is_hybrid() || b == '-' || b == 'E' || b == 'A' || b == 'G';
+  }
+  bool has_mlp(int64_t layer) const { return has_ffn(layer) && !is_moe_layer(layer); }  // a dense MLP
+  // Mixer and FFN sub-blocks of a layer, each behind its norm and followed by its TP reduction.
+  int sub_blocks(int64_t layer) const {
+    const char b = block(layer);
+    return !is_hybrid() || b == 'A' || b == 'G' ? 2 : 1;
+  }
   int64_t attention_layer_count() const;  // blocks with attention (all of a transformer's); KV lives there
   int64_t expert_width() const { return moe_latent > 0 ? moe_latent : hidden; }
   bool operator==(const ModelSpec&) const = default;  // field by field: a read-back check
@@ -170,7 +189,7 @@ struct ParamCounts {
   int64_t experts = 0;        // routed experts of every MoE layer
   int64_t shared_experts = 0; // shared experts and their gates
   int64_t router = 0;         // routers (and correction biases)
-  int64_t mamba = 0;          // a hybrid's Mamba-2 mixers (projections, conv, A, D, dt bias, gated norm)
+  int64_t linear_mixers = 0;  // a hybrid's Mamba-2 or Gated DeltaNet mixers (projections, conv, per-head terms, gated norm)
   int64_t norms = 0;          // per-layer norms and the final norm
   int64_t head = 0;           // LM head (0 when tied)
   int64_t vision = 0;         // a VLM's vision encoder and merger: outside total and active
@@ -189,8 +208,8 @@ int64_t LayerParams(const ModelSpec& m, int64_t layer);
 int64_t LayerExpertParams(const ModelSpec& m, int64_t layer);
 // Attention parameters of one layer.
 int64_t AttentionParams(const ModelSpec& m);
-// One Mamba-2 mixer's parameters (0 for a model without them).
-int64_t MambaParams(const ModelSpec& m);
+// One linear mixer's parameters, Mamba-2 or Gated DeltaNet (0 for a model without them).
+int64_t LinearMixerParams(const ModelSpec& m);
 // Parameters outside the decoder layers that sit on the first stage (embeddings) and on
 // the last stage (final norm + head).
 int64_t FirstStageExtraParams(const ModelSpec& m);

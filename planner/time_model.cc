@@ -4,6 +4,7 @@
 #include "planner/time_model.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <tuple>
 #include <utility>
@@ -117,21 +118,21 @@ LayerKind MakeKind(const Ctx& x, bool moe, char block = 0) {
   const ModelSpec& m = x.m;
   LayerKind k;
   k.f = LayerForward(x, moe, block);
-  if (block != 0) k.tp_collectives = 1;
+  if (block == 'M' || block == '*' || block == '-' || block == 'E') k.tp_collectives = 1;  // one mixer
   if (x.tp > 1) {  // AR, or RS + AG under SP: the same ring cost
     k.tp_one = CollectiveSeconds(Collective::kAllReduce, x.tokens * m.hidden * x.act, x.tp, GroupTier(x.c, SpanOf(x.l, GroupKind::kTp)));
   }
-  if (x.cp > 1 && (block == 0 || block == '*')) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
+  if (x.cp > 1 && (block == 0 || block == '*' || block == 'A')) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
     const double kv = m.attention == AttentionKind::kMla
                           ? m.heads * (QkDim(m) + VDim(m)) / x.tp
                           : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
     k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, NeighborTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
-  if (block == 'M' && x.cp > 1) {
+  if ((block == 'M' || block == 'G') && x.cp > 1) {
     // Megatron-core's Mamba context parallelism (ssm/mamba_context_parallel.py) trades the
     // sequence shard for a head shard around the scan: an all-to-all of in_proj's output to
     // head-sharded full sequences, and one of y back.
-    const double width = static_cast<double>(m.mamba.in_proj() + m.mamba.inner()) / x.tp;
+    const double width = static_cast<double>(m.linear.in_proj() + m.linear.inner()) / x.tp;
     k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
   if (moe && x.ep > 1) {  // token dispatch or combine
@@ -195,10 +196,15 @@ void Add(LayerCost* sum, const LayerCost& c, double n) {
 
 // Per-layer costs are the same for every layer of a kind, so each is computed once: `plain`
 // under the layout's recompute choice (none or selective), `full` when fully recomputed.
-// A hybrid's blocks, by kind, in kHybridBlocks order.
-constexpr char kHybridBlocks[] = {'M', '*', '-', 'E'};
-constexpr int kHybridKinds = 4;
-int HybridIndex(char c) { return c == 'M' ? 0 : c == '*' ? 1 : c == '-' ? 2 : 3; }
+// A hybrid's layers by kind: the pattern's letter (kHybridBlocks order), and whether its FFN
+// is an MoE block (Qwen3-Next's 'A' and 'G' layers may hold either).
+constexpr char kHybridBlocks[] = {'M', '*', '-', 'E', 'A', 'G'};
+constexpr int kHybridKinds = 12;
+int HybridIndex(const ModelSpec& m, int64_t layer) {
+  const char c = m.block(layer);
+  const int letter = static_cast<int>(std::find(std::begin(kHybridBlocks), std::end(kHybridBlocks), c) - std::begin(kHybridBlocks));
+  return 2 * letter + (m.is_moe_layer(layer) ? 1 : 0);
+}
 
 struct LayerTable {
   LayerCost dense_plain, dense_full, moe_plain, moe_full;
@@ -223,14 +229,14 @@ LayerTable BuildTable(const Ctx& x) {
   if (full) t.dense_full = LayerTime(x, dense, Rc::kFull);
   t.dense_params = static_cast<double>(LayerParams(m, -1));
   if (m.is_hybrid()) {
-    for (int i = 0; i < kHybridKinds; ++i) {
-      const char b = kHybridBlocks[i];
-      const size_t at = m.hybrid.find(b);
-      if (at == std::string::npos) continue;
-      const LayerKind kind = MakeKind(x, b == 'E', b);
+    bool seen[kHybridKinds] = {};
+    for (int64_t layer = 0; layer < m.layers; ++layer) {
+      const int i = HybridIndex(m, layer);
+      if (seen[i]) continue;
+      seen[i] = true;
+      const LayerKind kind = MakeKind(x, m.is_moe_layer(layer), m.block(layer));
       t.hybrid_plain[i] = LayerTime(x, kind, plain);
       if (full) t.hybrid_full[i] = LayerTime(x, kind, Rc::kFull);
-      const int64_t layer = static_cast<int64_t>(at);
       t.hybrid_params[i] = static_cast<double>(LayerParams(m, layer) - LayerExpertParams(m, layer));
     }
   }
@@ -249,9 +255,14 @@ LayerTable BuildTable(const Ctx& x) {
   t.final_norm_params = FinalNormParams(m);
   t.head_seconds = HeadSeconds(x);
   t.embed_seconds = EmbedSeconds(x);
-  // Nemotron's MTP block is an attention block and an MoE block (mtp_hybrid_override_pattern "*E").
-  const double mtp_layer = m.is_hybrid() ? t.hybrid_plain[HybridIndex('*')].compute + t.hybrid_plain[HybridIndex('E')].compute
-                                         : (has_moe ? t.moe_plain : t.dense_plain).compute;
+  // Nemotron's MTP block is an attention block and an MoE block (mtp_hybrid_override_pattern
+  // "*E"); Qwen3-Next's, an attention layer.
+  double mtp_layer = (has_moe ? t.moe_plain : t.dense_plain).compute;
+  if (m.is_hybrid()) {
+    const bool nemotron = m.hybrid.find('E') != std::string::npos || m.hybrid.find('*') != std::string::npos;
+    mtp_layer = nemotron ? t.hybrid_plain[2 * 1].compute + t.hybrid_plain[2 * 3 + 1].compute
+                         : t.hybrid_plain[2 * 4 + (has_moe ? 1 : 0)].compute;
+  }
   t.mtp_seconds = m.mtp_layers * (t.head_seconds + mtp_layer);
   return t;
 }
@@ -283,7 +294,7 @@ StageShape ShapeOf(const Ctx& x, int s) {
   if (m.is_hybrid()) {  // full recomputation takes the stage's first ac_layers blocks
     const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
     for (int i = first; i < first + n && i < static_cast<int>(m.hybrid.size()); ++i) {
-      const int kind = HybridIndex(m.hybrid[static_cast<size_t>(i)]);
+      const int kind = HybridIndex(m, i);
       ++sh.hybrid[kind];
       if (i - first < rc) ++sh.hybrid_full[kind];
     }
@@ -325,7 +336,9 @@ std::pair<double, double> StageParams(const Ctx& x, const LayerTable& t, const S
   if (sh.first) dense += t.embedding_params;
   if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) dense += t.head_params;
   if (sh.last) dense += t.final_norm_params;
-  return {dense, (sh.moe + sh.hybrid[HybridIndex('E')]) * t.moe_expert};
+  double moe_layers = sh.moe;
+  for (int i = 1; i < kHybridKinds; i += 2) moe_layers += sh.hybrid[i];
+  return {dense, moe_layers * t.moe_expert};
 }
 
 struct StageCost {

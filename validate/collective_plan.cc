@@ -38,7 +38,7 @@ void AddTensorParallel(const Plan& p, const CommShape& s, std::vector<Collective
   if (p.layout.tp <= 1) return;
   const int64_t size = s.tokens * p.model.hidden * s.act_bytes;
   // After attention and after the MLP of every layer; a hybrid block's one mixer, once.
-  const int64_t n = (p.model.is_hybrid() ? 1 : 2) * s.layers * s.micro;
+  const int64_t n = s.sub_blocks * s.micro;
   std::vector<Phase> phases = {Phase::kForward};
   if (s.training) phases.push_back(Phase::kBackward);
   for (Phase ph : phases) {
@@ -129,6 +129,7 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
                                                                    : m.is_moe();
       s.moe_layers += moe ? 1 : 0;
       s.attention_layers += m.has_attention(i) ? 1 : 0;
+      s.sub_blocks += m.sub_blocks(i);
     }
   }
   s.grad_params = s.local_params;

@@ -82,6 +82,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // NemotronHConfig (Nemotron-H, Nemotron Nano 2, Nemotron 3 Nano / Super): one mixer per
       // block, as hybrid_override_pattern lists them.
       {"nemotron_h", {131072, 4096, 21504, 52, 32, 8, 128, 4096, false, "NemotronHBlock"}},
+      // Qwen3NextConfig (Qwen3-Next-80B-A3B), Qwen3_5TextConfig and Qwen3_5MoeTextConfig: Gated
+      // DeltaNet and gated-attention layers (ReadGatedDeltaNetHybrid).
+      {"qwen3_next", {151936, 2048, 5632, 48, 16, 2, 256, 32768, false, "Qwen3NextDecoderLayer"}},
+      {"qwen3_5_text", {248320, 4096, 12288, 32, 16, 4, 256, 32768, false, "Qwen3_5DecoderLayer"}},
+      {"qwen3_5_moe_text", {248320, 2048, 512, 40, 16, 2, 256, 32768, false, "Qwen3_5MoeDecoderLayer"}},
   };
   return t;
 }
@@ -94,7 +99,10 @@ const std::map<std::string, std::string> kTextTowers = {
     // Mistral Small 3.1 / 3.2 (Mistral3ForConditionalGeneration): a mistral text tower.
     {"mistral3", "mistral"},
     // Kimi K2.5: the Kimi K2 text tower (transformers Kimi_K25Config reads it as deepseek_v3).
-    {"kimi_k25", "kimi_k2"}};
+    {"kimi_k25", "kimi_k2"},
+    // Qwen3.5 (Qwen3_5ForConditionalGeneration): Gated DeltaNet text towers and a ViT counted
+    // apart (ReadQwen35Vision).
+    {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
 
 // Model types whose configs carry another family's keys and modules under their own name.
 // Kimi K2 is DeepSeek-V3's architecture (384 routed experts, 64 heads); Moonshot names it
@@ -118,7 +126,9 @@ const std::vector<std::string> kCommonKeys = {
     "attention_chunk_size", "no_rope_layers", "use_qk_norm", "hybrid_override_pattern", "layers_block_type",
     "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "chunk_size", "use_conv_bias",
     "mamba_proj_bias", "use_bias", "moe_shared_expert_intermediate_size", "moe_latent_size", "mlp_hidden_act",
-    "mamba_hidden_act", "attention_head_dim", "mamba_ssm_cache_dtype", "n_group", "topk_group", "expand", "index_n_heads", "index_head_dim", "index_topk",
+    "mamba_hidden_act", "attention_head_dim", "mamba_ssm_cache_dtype", "n_group", "topk_group", "expand",
+    "layer_types", "full_attention_interval", "linear_conv_kernel_dim", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_num_key_heads", "linear_num_value_heads", "shared_expert_intermediate_size", "attn_output_gate", "index_n_heads", "index_head_dim", "index_topk",
     "use_routing_bias", "partial_rotary_factor", "ffn_hidden_size", "num_mtp_layers",
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
@@ -343,7 +353,7 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   m.qkv_bias = m.o_bias = false;
   m.mlp = MlpKind::kPlain;  // relu2
   m.norms_per_layer = 1;
-  ModelSpec::Mamba& x = m.mamba;
+  ModelSpec::LinearMixer& x = m.linear;
   SP_ASSIGN_OR_RETURN(x.heads, r.Int("mamba_num_heads", 128, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(x.head_dim, r.Int("mamba_head_dim", 64, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(x.state, r.Int("ssm_state_size", 128, 1, 1 << 16));
@@ -362,7 +372,7 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
     return r.doc.ErrorAt(r.node["n_groups"].IsDefined() ? r.node["n_groups"] : r.node,
                          "n_groups (" + std::to_string(x.groups) + ") must divide mamba_num_heads (" + std::to_string(x.heads) + ")");
   if (x.inner() > kMaxDim) return r.doc.ErrorAt(r.node, "mamba_num_heads x mamba_head_dim is out of range");
-  if (m.hybrid.find('M') == std::string::npos) m.mamba = {};
+  if (m.hybrid.find('M') == std::string::npos) m.linear = {};
   SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
   if (m.hybrid.find('E') == std::string::npos) return Status::Ok();
   SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", 8, 1, 1 << 16));
@@ -376,6 +386,66 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   m.router_bias = true;
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = m.hybrid[static_cast<size_t>(l)] == 'E';
+  return Status::Ok();
+}
+
+// Qwen3-Next and Qwen3.5 (transformers modeling_qwen3_next.py, modeling_qwen3_5.py,
+// modeling_qwen3_5_moe.py): layer_types names each layer's token mixer, "linear_attention" (a
+// Gated DeltaNet, 'G') or "full_attention" ('A'), else every full_attention_interval-th layer
+// attends in full; both are followed by an MLP or an MoE behind two RMSNorms. Attention has
+// per-head q/k norms and a sigmoid output gate from a doubled q_proj. The DeltaNet has
+// linear_num_value_heads heads of linear_value_head_dim with keys and queries of
+// linear_key_head_dim in linear_num_key_heads groups, a depthwise conv of
+// linear_conv_kernel_dim taps without bias and fla's chunk of 64 tokens. Qwen3-Next's MoE
+// layers follow Qwen2-MoE's rule (decoder_sparse_step, mlp_only_layers) with a gated shared
+// expert; Qwen3.5-MoE's are every layer; Qwen3.5's dense layers an MLP of intermediate_size.
+// Qwen3-Next-80B-A3B counts 79,674,391,296 parameters.
+Status ReadGatedDeltaNetHybrid(const Reader& r, const std::string& type, ModelSpec& m) {
+  const YAML::Node types = r.node["layer_types"];
+  if (types.IsDefined() && !types.IsNull()) {
+    if (!types.IsSequence() || static_cast<int64_t>(types.size()) != m.layers)
+      return r.doc.ErrorAt(types, "layer_types: expected a list of num_hidden_layers (" + std::to_string(m.layers) +
+                                      ") entries, \"linear_attention\" or \"full_attention\"");
+    for (const auto& t : types) {
+      const std::string name = t.IsScalar() ? t.Scalar() : "";
+      if (name != "linear_attention" && name != "full_attention")
+        return r.doc.ErrorAt(t, "layer_types: expected \"linear_attention\" or \"full_attention\", got \"" + name + "\"");
+      m.hybrid.push_back(name == "full_attention" ? 'A' : 'G');
+    }
+  } else {
+    SP_ASSIGN_OR_RETURN(int64_t interval, r.Int("full_attention_interval", 4, 1, kMaxLayers));
+    for (int64_t l = 0; l < m.layers; ++l) m.hybrid.push_back((l + 1) % interval == 0 ? 'A' : 'G');
+  }
+  m.qk_norm = true;
+  SP_ASSIGN_OR_RETURN(m.attention_gate, r.Bool("attn_output_gate", true));
+  ModelSpec::LinearMixer& x = m.linear;
+  x.delta = true;
+  SP_ASSIGN_OR_RETURN(x.heads, r.Int("linear_num_value_heads", 32, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int("linear_value_head_dim", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.groups, r.Int("linear_num_key_heads", 16, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.state, r.Int("linear_key_head_dim", 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int("linear_conv_kernel_dim", 4, 1, 1 << 10));
+  x.chunk = 64;
+  x.conv_bias = false;
+  x.ssm_cache = m.dtype;  // vLLM keeps the DeltaNet state in the model's dtype unless told otherwise
+  if (x.heads % x.groups != 0)
+    return r.doc.ErrorAt(r.node["linear_num_key_heads"].IsDefined() ? r.node["linear_num_key_heads"] : r.node,
+                         "linear_num_key_heads (" + std::to_string(x.groups) + ") must divide linear_num_value_heads (" +
+                             std::to_string(x.heads) + ")");
+  if (x.inner() > kMaxDim || x.groups * x.state > kMaxDim) return r.doc.ErrorAt(r.node, "the Gated DeltaNet widths are out of range");
+  if (m.hybrid.find('G') == std::string::npos) m.linear = {};
+  if (type == "qwen3_5_text") return Status::Ok();
+  if (type == "qwen3_next") {
+    SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 512, 10, 512));
+  } else {
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", 256, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 512, 1, kMaxDim));
+    MarkAllMoe(m);
+  }
+  m.shared_experts = 1;
+  m.shared_expert_gate = true;
+  SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("shared_expert_intermediate_size", 512, 1, kMaxDim));
   return Status::Ok();
 }
 
@@ -649,6 +719,25 @@ Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
   SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 256));
   SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 896, 1, 1 << 14));
   SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  return Status::Ok();
+}
+
+// Qwen3.5's ViT (transformers Qwen3_5VisionModel, Qwen3-VL's): a biased Conv3d patch embedding,
+// num_position_embeddings learned positions, LayerNorm blocks with biased qkv, proj, fc1 and
+// fc2, and a merger of a LayerNorm and two biased Linears to the text width.
+Status ReadQwen35Vision(const Document& doc, const YAML::Node& cfg, ModelSpec::VisionTower& v, const std::string& kind) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg};
+  v.kind = kind;
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("depth", 27, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1152, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4304, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 16, 1, 256));
+  SP_ASSIGN_OR_RETURN(v.temporal_patch, r.Int("temporal_patch_size", 2, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("in_channels", 3, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.merge, r.Int("spatial_merge_size", 2, 1, 16));
+  SP_ASSIGN_OR_RETURN(v.out, r.Int("out_hidden_size", 3584, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.image, r.Int("num_position_embeddings", 2304, 1, 1 << 20));
   return Status::Ok();
 }
 
@@ -953,6 +1042,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     if (const YAML::Node vc = root["vision_config"]; vc.IsDefined() && !vc.IsNull()) {
       if (*type == "gemma3") SP_RETURN_IF_ERROR(ReadSiglipVision(doc, vc, vision));
       if (*type == "mistral3") SP_RETURN_IF_ERROR(ReadPixtralVision(doc, root, vision));
+      if (*type == "qwen3_5" || *type == "qwen3_5_moe") SP_RETURN_IF_ERROR(ReadQwen35Vision(doc, vc, vision, *type));
     }
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
@@ -1087,6 +1177,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
   } else if (*type == "nemotron_h") {
     SP_RETURN_IF_ERROR(ReadNemotronH(r, m));
+  } else if (*type == "qwen3_next" || *type == "qwen3_5_text" || *type == "qwen3_5_moe_text") {
+    SP_RETURN_IF_ERROR(ReadGatedDeltaNetHybrid(r, *type, m));
   }
   if (*type == "gemma3_text") {
     SP_ASSIGN_OR_RETURN(int64_t pattern, r.Int("sliding_window_pattern", 6, 0, kMaxLayers));

@@ -101,7 +101,7 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
 
 std::string ModelToYaml(const ModelSpec& m, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
-  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3") {
+  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3" || m.vision.kind == "qwen3_5" || m.vision.kind == "qwen3_5_moe") {
     // Gemma 3 and Mistral 3 nest their text tower in text_config, beside vision_config and,
     // at the top, quantization_config (and Mistral 3's projector settings).
     ModelSpec text = m;
@@ -114,6 +114,15 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       g << pad << "spatial_merge_size: " << v.merge << "\n" << pad << "multimodal_projector_bias: "
         << (v.projector_bias ? "true" : "false") << "\n";
     const std::string in = pad + "  ";
+    if (v.kind == "qwen3_5" || v.kind == "qwen3_5_moe") {
+      g << pad << "vision_config:\n" << in << "depth: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in
+        << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
+        << "temporal_patch_size: " << v.temporal_patch << "\n" << in << "in_channels: " << v.in_channels << "\n" << in
+        << "spatial_merge_size: " << v.merge << "\n" << in << "out_hidden_size: " << v.out << "\n" << in
+        << "num_position_embeddings: " << v.image << "\n";
+      if (m.quant.quantized()) Quantization(g, pad, m.quant);
+      return g.str();
+    }
     g << pad << "vision_config:\n" << in << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width
       << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
       << "num_channels: " << v.in_channels << "\n";
@@ -269,7 +278,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   }
   if (t == "nemotron_h") {
     o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");
-    const ModelSpec::Mamba& x = m.mamba;
+    const ModelSpec::LinearMixer& x = m.linear;
     if (x.heads > 0) {
       o.Key("mamba_num_heads", x.heads);
       o.Key("mamba_head_dim", x.head_dim);
@@ -288,6 +297,27 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("moe_intermediate_size", m.expert_intermediate);
       o.Key("moe_shared_expert_intermediate_size", m.shared_intermediate);
       if (m.moe_latent > 0) o.Key("moe_latent_size", m.moe_latent);
+    }
+  }
+  if (t == "qwen3_next" || t == "qwen3_5_text" || t == "qwen3_5_moe_text") {
+    std::string types = "[";
+    for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "full_attention" : "linear_attention");
+    o.Key("layer_types", types + "]");
+    o.Bool("attn_output_gate", m.attention_gate);
+    const ModelSpec::LinearMixer& x = m.linear;
+    if (x.heads > 0) {
+      o.Key("linear_num_value_heads", x.heads);
+      o.Key("linear_value_head_dim", x.head_dim);
+      o.Key("linear_num_key_heads", x.groups);
+      o.Key("linear_key_head_dim", x.state);
+      o.Key("linear_conv_kernel_dim", x.conv_kernel);
+    }
+    if (m.is_moe()) {
+      o.Key("num_experts", m.experts);
+      o.Key("num_experts_per_tok", m.experts_per_token);
+      o.Key("moe_intermediate_size", m.expert_intermediate);
+      o.Key("shared_expert_intermediate_size", m.shared_intermediate);
+      if (t == "qwen3_next") MoeLayers(o, m);
     }
   }
   if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);

@@ -226,6 +226,15 @@ TEST(MegatronArgsTest, HybridModelFlags) {
   EXPECT_THAT(args->files.at(0).text, HasSubstr("run pretrain_mamba.py"));
 }
 
+// Megatron-LM's Gated DeltaNet hybrids have no arguments this writer knows; it says so.
+TEST(MegatronArgsTest, GatedDeltaNetRefused) {
+  Plan p = TpPpZero1MultiNode();
+  p.model.linear.delta = true;
+  p.model.linear.heads = 32;
+  p.model.model_type = "qwen3_next";
+  EXPECT_THAT(MegatronFlags(p, Shape(p)).status().message(), HasSubstr("Gated DeltaNet models (qwen3_next) are not emitted"));
+}
+
 TEST(MegatronArgsTest, UnevenStagesAndRejectedZero) {
   Plan p = TpPpZero1MultiNode();
   p.model.layers = 79;  // 40 + 39: Megatron needs the first stage's size

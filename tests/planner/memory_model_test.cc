@@ -170,6 +170,32 @@ TEST(Memory, HybridBlocks) {
   EXPECT_EQ(LayerActivationBytes(ctx, 5, Recompute::kFull), static_cast<int64_t>(2 * sb * h));
 }
 
+// Qwen3-Next serving: KV in its 12 gated-attention layers (2 KV heads of 256), and per sequence
+// in each of its 36 Gated DeltaNets a conv state of 3 x 8,192 and a 32 x 128 x 128 recurrent
+// state, both bf16 (the model's dtype, vLLM's default for them). LoRA on all-linear wraps a
+// DeltaNet layer's in_proj_qkvz, in_proj_ba and out_proj and its shared expert's gate/up/down.
+TEST(Memory, GatedDeltaNetState) {
+  auto doc = Document::Parse("config.json", R"({"architectures":["Qwen3NextForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,"decoder_sparse_step":1,"eos_token_id":151645,"full_attention_interval":4,"head_dim":256,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5120,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_num_key_heads":16,"linear_num_value_heads":32,"linear_value_head_dim":128,"max_position_embeddings":262144,"mlp_only_layers":[],"model_type":"qwen3_next","moe_intermediate_size":512,"norm_topk_prob":true,"num_attention_heads":16,"num_experts":512,"num_experts_per_tok":10,"num_hidden_layers":48,"num_key_value_heads":2,"output_router_logits":false,"partial_rotary_factor":0.25,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":10000000,"router_aux_loss_coef":0.001,"shared_expert_intermediate_size":512,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"use_sliding_window":false,"vocab_size":151936})");
+  ASSERT_TRUE(doc.ok());
+  auto parsed = ParseModel(*doc, "qwen3-next-80b-a3b");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const ModelSpec& m = *parsed;
+  const ClusterSpec c = Cluster("dgx-h100");
+  const Workload serve = Serve(8192, 0.9);
+  const MemoryEstimate e = EstimateMemory(m, serve, Resolve(m, serve, c, "tp=4,batch=16"), c);
+  EXPECT_EQ(Term(e, "kv_cache"), 12 * 2 * 1 * 256 * 2 * 16 * 8192);  // 2 KV heads over TP 4: one per rank
+  EXPECT_EQ(Term(e, "ssm_state"), 36LL * (3 * 8192 * 2 + 32 * 128 * 128 * 2) * 16 / 4);
+  Workload lora = Train(4096, 8);
+  lora.task = Task::kLora;
+  lora.lora.rank = 16;
+  lora.lora.targets = {"all-linear"};
+  const int64_t h = 2048;
+  const int64_t delta = 16 * ((h + 8192 + 4096) + (h + 64) + (4096 + h) + 3 * (h + 512));
+  const int64_t attention = 16 * ((h + 8192) + 2 * (h + 512) + (4096 + h) + 3 * (h + 512));
+  const MemoryEstimate t = EstimateMemory(m, lora, Resolve(m, lora, c, "framework=fsdp,dp=8,zero=0"), c);
+  EXPECT_EQ(Term(t, "adapter_params"), 4 * (36 * delta + 12 * attention));
+}
+
 // vLLM sizes its KV pool from what CUDA can allocate (torch.cuda.mem_get_info's total), not
 // nvidia-smi's total: llm-d's vLLM 0.19 log for Llama-3.1-8B on one H100 at 0.95 ("physical
 // 79.19 GiB") holds 476,016 KV tokens. Sized from 79.65 GiB, the pool would be 0.44 GiB

@@ -438,7 +438,7 @@ TEST(Families, NemotronHybrid) {
   const ParamCounts c = CountParams(*nano);
   // 23 mixers: in_proj 637,034,496, out_proj 253,231,104, conv1d 565,248 + 141,312, the gated
   // norm 94,208, A_log, D and dt_bias 1,472 each.
-  EXPECT_EQ(c.mamba, 891'070'784);
+  EXPECT_EQ(c.linear_mixers, 891'070'784);
   EXPECT_EQ(c.attention, 4'128'768 * 2 + 66'060'288 * 2);
   EXPECT_EQ(c.experts, 2 * 14'687'404'032LL);
   EXPECT_EQ(c.shared_experts, 2 * 229'490'688);
@@ -466,7 +466,7 @@ TEST(Families, NemotronHybrid) {
   ASSERT_TRUE(dense.ok()) << dense.status().message();
   EXPECT_FALSE(dense->is_moe());
   EXPECT_EQ(CountParams(*dense).mlp, 2 * 2 * 4096LL * 21504);
-  EXPECT_EQ(CountParams(*dense).total, 2 * 131072LL * 4096 + 2 * MambaParams(*dense) + (2 * 4096LL * 4096 + 2 * 4096LL * 1024) +
+  EXPECT_EQ(CountParams(*dense).total, 2 * 131072LL * 4096 + 2 * LinearMixerParams(*dense) + (2 * 4096LL * 4096 + 2 * 4096LL * 1024) +
                                            2 * 2 * 4096LL * 21504 + 6 * 4096);
   for (const ModelSpec& m : {*nano, *super, *listed, *dense}) ExpectReadsBack(m);
   // Without a pattern there is no model to count; a wrong letter is named.
@@ -476,6 +476,40 @@ TEST(Families, NemotronHybrid) {
   auto bad = FromJson(R"({"model_type":"nemotron_h","hybrid_override_pattern":"M*X"})");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("got \"X\""), std::string::npos) << bad.status().message();
+}
+
+// Qwen3-Next and Qwen3.5 (transformers modeling_qwen3_next.py, modeling_qwen3_5_moe.py): Gated
+// DeltaNet and gated-attention layers, each with an MoE (or an MLP) behind two norms.
+// transformers on the meta device: Qwen3-Next-80B-A3B 79,674,391,296; Qwen3.5-35B-A3B's text
+// tower 34,660,610,688 and its ViT 446,571,248 (Qwen3_5MoeForConditionalGeneration).
+TEST(Families, GatedDeltaNetHybrids) {
+  auto next = FromJson(R"({"architectures":["Qwen3NextForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,"decoder_sparse_step":1,"eos_token_id":151645,"full_attention_interval":4,"head_dim":256,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5120,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_num_key_heads":16,"linear_num_value_heads":32,"linear_value_head_dim":128,"max_position_embeddings":262144,"mlp_only_layers":[],"model_type":"qwen3_next","moe_intermediate_size":512,"norm_topk_prob":true,"num_attention_heads":16,"num_experts":512,"num_experts_per_tok":10,"num_hidden_layers":48,"num_key_value_heads":2,"output_router_logits":false,"partial_rotary_factor":0.25,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":10000000,"router_aux_loss_coef":0.001,"shared_expert_intermediate_size":512,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"use_sliding_window":false,"vocab_size":151936})");
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(next->hybrid, "GGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGAGGGA");
+  EXPECT_EQ(next->attention_layer_count(), 12);
+  const ParamCounts c = CountParams(*next);
+  EXPECT_EQ(c.total, 79'674'391'296);
+  // 36 DeltaNets: in_proj_qkvz 905,969,664, in_proj_ba 4,718,592, conv1d 1,179,648, out_proj
+  // 301,989,888, dt_bias and A_log 1,152 each, the shared gated norm 4,608.
+  EXPECT_EQ(c.linear_mixers, 1'213'864'704);
+  // 12 attentions: q_proj with its gate 201,326,592, k and v 12,582,912 each, o 100,663,296,
+  // q_norm and k_norm 3,072 each.
+  EXPECT_EQ(c.attention, 201'326'592 + 2 * 12'582'912 + 100'663'296 + 2 * 3'072);
+  EXPECT_EQ(c.shared_experts, 3 * 50'331'648 + 98'304);  // gate/up/down and the shared expert's gate
+  EXPECT_EQ(c.norms, 98'304 + 98'304 + 2'048);
+  EXPECT_EQ(c.active, c.total - c.experts + 48 * 10 * 3 * 2048LL * 512);
+  auto q35 = FromJson(R"({"architectures":["Qwen3_5MoeForConditionalGeneration"],"model_type":"qwen3_5_moe","tie_word_embeddings":false,"image_token_id":248056,"video_token_id":248057,"vision_start_token_id":248053,"vision_end_token_id":248054,"text_config":{"model_type":"qwen3_5_moe_text","attention_bias":false,"attn_output_gate":true,"dtype":"bfloat16","full_attention_interval":4,"head_dim":256,"hidden_act":"silu","hidden_size":2048,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_num_key_heads":16,"linear_num_value_heads":32,"linear_value_head_dim":128,"max_position_embeddings":262144,"moe_intermediate_size":512,"mtp_num_hidden_layers":1,"num_attention_heads":16,"num_experts":256,"num_experts_per_tok":8,"num_hidden_layers":40,"num_key_value_heads":2,"partial_rotary_factor":0.25,"rms_norm_eps":1e-06,"shared_expert_intermediate_size":512,"tie_word_embeddings":false,"vocab_size":248320,"rope_parameters":{"mrope_interleaved":true,"mrope_section":[11,11,10],"rope_type":"default","rope_theta":10000000,"partial_rotary_factor":0.25}},"vision_config":{"model_type":"qwen3_5_moe","deepstack_visual_indexes":[],"depth":27,"hidden_act":"gelu_pytorch_tanh","hidden_size":1152,"in_channels":3,"initializer_range":0.02,"intermediate_size":4304,"num_heads":16,"num_position_embeddings":2304,"out_hidden_size":2048,"patch_size":16,"spatial_merge_size":2,"temporal_patch_size":2}})");
+  ASSERT_TRUE(q35.ok()) << q35.status().message();
+  EXPECT_EQ(q35->model_type, "qwen3_5_moe_text");
+  EXPECT_EQ(q35->hybrid.size(), 40u);
+  EXPECT_EQ(q35->hybrid.substr(0, 8), "GGGAGGGA");
+  EXPECT_EQ(CountParams(*q35).total, 34'660'610'688);
+  EXPECT_EQ(CountParams(*q35).vision, 446'571'248);
+  // An explicit layer_types must name a mixer per layer.
+  auto bad = FromJson(R"({"model_type":"qwen3_next","num_hidden_layers":2,"layer_types":["linear_attention","sliding_attention"]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("got \"sliding_attention\""), std::string::npos) << bad.status().message();
+  for (const ModelSpec& m : {*next, *q35}) ExpectReadsBack(m);
 }
 
 // Qwen2-VL, Qwen2.5-VL, Gemma 3 and Mistral 3 (transformers modeling_qwen2_vl.py,

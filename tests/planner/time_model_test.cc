@@ -169,10 +169,25 @@ TEST(FlopsPerToken, HybridCountsEachBlockItsOwnMixer) {
   auto m = LoadModel("nemotron-3-nano-30b-a3b");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_DOUBLE_EQ(MatmulParamsPerToken(*m), 3'226'804'224.0);
-  EXPECT_DOUBLE_EQ(SsdFlopsPerToken(*m), 3'407'872.0);
+  EXPECT_DOUBLE_EQ(LinearMixerFlopsPerToken(*m), 3'407'872.0);
   const double expected = 6 * 3'226'804'224.0 + 3 * (2.0 * 6 * 8192 * 32 * 256 + 23 * 3'407'872.0);
   EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(*m, 8192), expected);
   EXPECT_NEAR(TrainingFlopsPerToken(*m, 8192) / (328e12 / 14719), 1, 0.02);
+}
+
+// Qwen3-Next-80B-A3B at 4,096 tokens: 12 gated-attention layers (q_proj doubled by the gate),
+// 48 MoE blocks (top-10 of 512 SwiGLU experts of 512, a shared expert of 512, the router), 36
+// Gated DeltaNets (in_proj to 12,352, out_proj from 4,096) and the head: 3,562,274,816 matmul
+// weights; per pass attention adds 2 x 12 x 4,096 x 16 x (256 + 256) and each DeltaNet's chunked rule
+// 32 x (6 x 64 x 128 + 4 x 64 x 128) + 6 x 128 x 4,096.
+TEST(FlopsPerToken, GatedDeltaNetHybrid) {
+  auto doc = Document::Parse("next.json", R"({"architectures":["Qwen3NextForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,"decoder_sparse_step":1,"eos_token_id":151645,"full_attention_interval":4,"head_dim":256,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":5120,"linear_conv_kernel_dim":4,"linear_key_head_dim":128,"linear_num_key_heads":16,"linear_num_value_heads":32,"linear_value_head_dim":128,"max_position_embeddings":262144,"mlp_only_layers":[],"model_type":"qwen3_next","moe_intermediate_size":512,"norm_topk_prob":true,"num_attention_heads":16,"num_experts":512,"num_experts_per_tok":10,"num_hidden_layers":48,"num_key_value_heads":2,"output_router_logits":false,"partial_rotary_factor":0.25,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":10000000,"router_aux_loss_coef":0.001,"shared_expert_intermediate_size":512,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"use_sliding_window":false,"vocab_size":151936})");
+  ASSERT_TRUE(doc.ok());
+  auto m = ParseModel(*doc, "qwen3-next");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_DOUBLE_EQ(MatmulParamsPerToken(*m), 3'562'274'816.0);
+  EXPECT_DOUBLE_EQ(LinearMixerFlopsPerToken(*m), 5'767'168.0);
+  EXPECT_DOUBLE_EQ(TrainingFlopsPerToken(*m, 4096), 6 * 3'562'274'816.0 + 3 * (805'306'368.0 + 36 * 5'767'168.0));
 }
 
 TEST(FlopsPerToken, MoeCountsTopKExpertsAndTheRouter) {
@@ -431,7 +446,7 @@ TEST(StepTime, HybridBlocksRunTheirOwnMixers) {
                    EstimateTime(*m, Pretrain(4096, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
   ModelSpec attention = *m;
   attention.hybrid = "*-*-*-*-";
-  attention.mamba = {};
+  attention.linear = {};
   EXPECT_LT(EstimateTime(*m, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds,
             EstimateTime(attention, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
 }
