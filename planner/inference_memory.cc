@@ -153,16 +153,19 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   }
   const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
   const double available = budget - static_cast<double>(non_kv);
-  const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp);
-  if (available > 0 && state > 0) {
-    // A hybrid's sequences each hold their Mamba state beside their attention blocks' KV.
-    const double context = static_cast<double>(std::max<int64_t>(1, ctx.w.context_len()));
-    kv.max_concurrent_sequences = static_cast<int64_t>(available / (static_cast<double>(kv.kv_bytes_per_token) * context + state));
-    kv.max_kv_tokens = kv.max_concurrent_sequences * static_cast<int64_t>(context) / kBlock * kBlock;
-  } else if (available > 0 && kv.kv_bytes_per_token > 0) {
+  if (available > 0 && kv.kv_bytes_per_token > 0) {
     const int64_t page = kv.kv_bytes_per_token * kBlock;
     kv.max_kv_tokens = static_cast<int64_t>(available / static_cast<double>(page)) * kBlock;
     kv.max_concurrent_sequences = kv.max_kv_tokens / std::max<int64_t>(1, ctx.w.context_len());
+    // A hybrid's sequences each hold their linear mixers' state beside their attention KV, in
+    // the same pool; vLLM reports the pool as the tokens of the sequences it can hold at full
+    // length ("GPU KV cache size" = max concurrency x max_model_len, kv_cache_utils.py).
+    if (const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp); state > 0) {
+      const double context = static_cast<double>(std::max<int64_t>(1, ctx.w.context_len()));
+      const double sequences = available / (static_cast<double>(kv.kv_bytes_per_token) * context + static_cast<double>(state));
+      kv.max_concurrent_sequences = static_cast<int64_t>(sequences);
+      kv.max_kv_tokens = static_cast<int64_t>(sequences * context);
+    }
   }
   return kv;
 }

@@ -153,9 +153,10 @@ TEST(Memory, HybridBlocks) {
   const MemoryEstimate two = EstimateMemory(m, serve, Resolve(m, serve, c, "tp=2,batch=8"), c);
   EXPECT_EQ(Term(two, "kv_cache"), Term(one, "kv_cache") / 2);
   EXPECT_EQ(Term(two, "ssm_state"), state * 8 / 2);
-  // The pool holds whole sequences, each its KV and its state.
-  EXPECT_NEAR(static_cast<double>(one.kv.max_concurrent_sequences),
-              static_cast<double>(one.kv.max_kv_tokens) / 4096, 1);
+  // The pool holds whole sequences, each its KV and its state; vLLM reports it as their tokens.
+  EXPECT_NEAR(static_cast<double>(one.kv.max_concurrent_sequences), static_cast<double>(one.kv.max_kv_tokens) / 4096, 1);
+  const MemoryEstimate plain = EstimateMemory(Model("qwen3-30b-a3b"), serve, Resolve(Model("qwen3-30b-a3b"), serve, c, "tp=1"), c);
+  EXPECT_EQ(plain.kv.max_kv_tokens % 16, 0);  // a transformer's pool: whole 16-token blocks
   const Workload w = Train(8192, 64);
   const Layout l = Resolve(m, w, c, "framework=megatron,dp=8,ep=8,mbs=1,ac=none");
   const MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
