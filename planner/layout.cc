@@ -432,7 +432,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         if (!n.ok()) return quoted(n.status());
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
-      mesh_items += (mesh_items.empty() ? "" : ",") + item;
+      mesh_items += (mesh_items.empty() ? "" : "\", \"") + item;  // each quoted as written
       continue;
     }
     if (key == "recompute_method" || key == "recompute_num_layers") {
@@ -445,7 +445,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         if (!n.ok()) return quoted(n.status());
         recompute_layers = *n;
       }
-      recompute_items += (recompute_items.empty() ? "" : ",") + item;
+      recompute_items += (recompute_items.empty() ? "" : "\", \"") + item;  // each quoted as written
       continue;
     }
     if (key == "ac") value = CanonicalRecompute(value);
