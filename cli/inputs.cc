@@ -21,7 +21,7 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
   cmd->add_option("--task", f.task, "pretrain|finetune|lora|qlora|inference (overrides the workload)");
   cmd->add_option("--seq-len", f.seq_len, "tokens per sequence (overrides the workload)");
   cmd->add_option("--global-batch", f.global_batch, "sequences per optimizer step (overrides the workload)");
-  cmd->add_option("--precision", f.precision, "bf16|fp16|fp32|fp8 (overrides the workload)");
+  cmd->add_option("--precision", f.precision, "bf16|fp16|fp32|fp8|nvfp4 (overrides the workload)");
   cmd->add_option("--optimizer", f.optimizer, "adamw|adam|adamw-8bit|sgd|sgd-momentum|adafactor|lion");
   if (with_layout) cmd->add_option("--layout,-l", f.layout, "key=value,... e.g. framework=megatron,tp=8,pp=2");
   cmd->add_option("--headroom", f.headroom, "memory kept free on every GPU for the fit test")->capture_default_str();
@@ -77,7 +77,9 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (f.global_batch > 0) w.global_batch = f.global_batch, w.global_batch_stated = true;
   if (!f.precision.empty()) {
     auto d = ParseDtype(f.precision);
-    if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32 or fp8, got \"" + f.precision + "\"");
+    if (!d) return Status::BadInput("--precision: expected bf16, fp16, fp32, fp8 or nvfp4, got \"" + f.precision + "\"");
+    if (*d == Dtype::kFp4 && !w.training())
+      return Status::BadInput("--precision: nvfp4 is a training recipe; this workload serves (got \"" + f.precision + "\")");
     w.precision = *d;
   }
   if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))

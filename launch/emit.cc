@@ -44,6 +44,11 @@ StatusOr<Emitted> AccelerateFiles(const Plan& plan, const JobShape& s, const Emi
 }
 
 StatusOr<Emitted> FormatFilesOf(const Plan& plan, const JobShape& s, Format f, const EmitOptions& opt) {
+  // NVFP4 training is Transformer Engine's recipe under Megatron-core; the other formats have
+  // no switch that turns it on, and a bf16 config in its place would be a different run.
+  if (plan.workload.precision == Dtype::kFp4 && f != Format::kMegatron && f != Format::kAll)
+    return Status::BadInput(fmt::format("{}: has no NVFP4 training recipe; precision nvfp4 is emitted as Megatron-LM "
+                                        "arguments (--format megatron)", FormatName(f)));
   switch (f) {
     case Format::kDeepSpeed: return DeepSpeedFiles(plan, s, opt);
     case Format::kAccelerate: return AccelerateFiles(plan, s, opt);

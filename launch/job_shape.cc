@@ -69,6 +69,7 @@ std::string_view MixedPrecisionName(const Plan& plan) {
     case Dtype::kBf16: return "bf16";
     case Dtype::kFp16: return "fp16";
     case Dtype::kFp8: return "fp8";
+    case Dtype::kFp4: return "nvfp4";
     default: return "no";
   }
 }
@@ -76,7 +77,8 @@ std::string_view MixedPrecisionName(const Plan& plan) {
 std::string_view TorchDtypeName(const Plan& plan) {
   switch (plan.workload.precision) {
     case Dtype::kBf16:
-    case Dtype::kFp8: return "bfloat16";  // fp8 matmuls run inside bf16 training
+    case Dtype::kFp8:
+    case Dtype::kFp4: return "bfloat16";  // fp8 / nvfp4 matmuls run inside bf16 training
     case Dtype::kFp16: return "float16";
     default: return "float32";
   }

@@ -107,6 +107,11 @@ void PrecisionFlags(const Plan& plan, Flags& f) {
       Add(f, "--bf16");
       f.emplace_back("--fp8-format hybrid");  // e4m3 forward, e5m2 gradients (Transformer Engine)
       break;
+    case Dtype::kFp4:  // Megatron-Bridge's bf16_with_nvfp4_mixed: TE's NVFP4 recipe inside bf16 training
+      Add(f, "--bf16");
+      f.emplace_back("--fp4-format e2m1");
+      f.emplace_back("--fp4-recipe nvfp4");
+      break;
     default: break;
   }
 }

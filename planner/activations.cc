@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/dtype.h"
 #include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 
@@ -155,7 +156,9 @@ Dims DimsFor(const MemoryContext& ctx) {
   d.t = l.tp;
   d.sp_div = l.sp ? l.tp : 1;
   d.gathered_div = l.framework == Framework::kTorchtitan ? 1 : d.sp_div;
-  d.gi = ctx.w.precision == Dtype::kFp8 && l.framework == Framework::kMegatron ? 1 : 2;
+  // NVFP4 saves the columnwise NVFP4 copy wgrad reads: 0.5 B and an e4m3 scale per 16.
+  if (l.framework == Framework::kMegatron && ctx.w.precision == Dtype::kFp8) d.gi = 1;
+  if (l.framework == Framework::kMegatron && ctx.w.precision == Dtype::kFp4) d.gi = QuantizedBytesPerParam(Dtype::kFp4);
   return d;
 }
 

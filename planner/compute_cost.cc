@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "planner/dtype.h"
 #include "planner/framework_defaults.h"
 #include "planner/time_model.h"
 
@@ -87,6 +88,10 @@ constexpr double kScorePasses = 4;
 constexpr double kPermutePasses = 4;
 // FP8 (Transformer Engine): each GEMM input is read in bf16 and written in fp8: 3 bytes.
 constexpr double kFp8CastBytes = 3;
+// NVFP4 (Transformer Engine's nvfp4 recipe): an amax pass for the per-tensor scale, then one
+// read that writes both the rowwise and the columnwise copies, 0.5 B + an e4m3 scale per 16
+// values each: 2 + 2 + 2 x 0.5625 bytes.
+constexpr double kFp4CastBytes = 2 + 2 + 2 * (0.5 + 1.0 / 16);
 // Mamba-2's chunked SSD forward (mamba_ssm ssd_combined.py: chunk_cumsum, chunk_state,
 // state_passing, bmm_chunk, chunk_scan) reads x twice, B twice and C twice and writes y:
 // 3 x inner + 4 x groups x state elements per token; the fp32 chunk states, heads x head_dim
@@ -104,8 +109,10 @@ double Peak16(const GpuSpec& g) { return g.bf16_flops > 0 ? g.bf16_flops : g.fp1
 // Fraction of the dense datasheet peak that large cuBLAS GEMMs sustain, by architecture.
 // A100 (sm80) holds ~250 of 312 TFLOP/s; H100 SXM (sm90) is power-bound at ~700 of 989
 // (BF16) and ~1100 of 1979 (FP8, with scaling overhead). Values are fits within those ranges.
+// NVFP4's block-scaled GEMMs are taken at FP8's share of their own peak: no published figure
+// separates them (an assumption, not a fit).
 double Ceiling(int cc, Dtype p) {
-  const bool fp8 = p == Dtype::kFp8;
+  const bool fp8 = p == Dtype::kFp8 || p == Dtype::kFp4;
   if (cc >= 90) return fp8 ? 0.55 : 0.70;
   if (cc >= 89) return fp8 ? 0.55 : 0.80;
   return 0.80;
@@ -291,7 +298,7 @@ void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forwar
   double elems = e.h * norms * h / hidden_split + (attention ? e.qkv * proj / tp : 0) + (mlp ? e.ffn * inner / tp : 0);
   if (moe && mlp) elems += kPermutePasses * m.experts_per_token * static_cast<double>(m.expert_width()) / tp;
   double bytes = x.tokens * elems * x.act;
-  if (x.fp8) bytes += x.tokens * kFp8CastBytes * (2 * norms * h + (attention ? proj / tp : 0) + (mlp ? inner / tp : 0));
+  if (x.fp8) bytes += x.tokens * (x.fp4 ? kFp4CastBytes : kFp8CastBytes) * (2 * norms * h + (attention ? proj / tp : 0) + (mlp ? inner / tp : 0));
   f->elem += MemSeconds(x.hw, bytes);
 }
 
@@ -300,6 +307,7 @@ void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forwar
 double PeakFor(const GpuSpec& g, Dtype p) {
   switch (p) {
     case Dtype::kFp8: return g.fp8_flops > 0 ? g.fp8_flops : Peak16(g);
+    case Dtype::kFp4: return g.fp4_flops > 0 ? g.fp4_flops : PeakFor(g, Dtype::kFp8);
     case Dtype::kFp16: return g.fp16_flops > 0 ? g.fp16_flops : Peak16(g);
     // PyTorch runs fp32 matmuls without TF32 by default; non-tensor FP32 is ~1/16 of BF16.
     case Dtype::kFp32: return g.fp32_flops > 0 ? g.fp32_flops : Peak16(g) / 16;
@@ -317,7 +325,7 @@ Hw HardwareFor(const GpuSpec& g, Dtype p, AttentionImpl attention) {
   const double clock = PowerClockFactor(g);
   hw.ceiling = Ceiling(g.compute_capability, p) * clock;
   hw.ceiling16 = Ceiling(g.compute_capability, Dtype::kBf16) * clock;
-  hw.operand = p == Dtype::kFp8 ? 1 : DtypeBytes(p);
+  hw.operand = p == Dtype::kFp8 ? 1 : p == Dtype::kFp4 ? QuantizedBytesPerParam(Dtype::kFp4) : DtypeBytes(p);
   if (p == Dtype::kFp32) {
     // An fp32 run has no 16-bit path: attention and the LM head run in fp32 too.
     hw.peak16 = hw.peak;

@@ -87,6 +87,7 @@ struct LayerShape {
   bool sp = false;      // sequence parallel: norms and residuals split over TP
   bool fused = false;   // fused elementwise kernels
   bool flash = true;    // fused attention
+  bool fp4 = false;     // the low-precision GEMMs (`fp8`) are NVFP4
 };
 
 // Forward seconds of one layer, by kind of work, and the attention backward.

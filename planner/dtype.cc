@@ -16,7 +16,8 @@ double DtypeBytes(Dtype d) {
     case Dtype::kFp8:
     case Dtype::kInt8: return 1;
     case Dtype::kInt4:
-    case Dtype::kNf4: return 0.5;
+    case Dtype::kNf4:
+    case Dtype::kFp4: return 0.5;
   }
   return 2;
 }
@@ -30,6 +31,7 @@ std::string_view DtypeName(Dtype d) {
     case Dtype::kInt8: return "int8";
     case Dtype::kInt4: return "int4";
     case Dtype::kNf4: return "nf4";
+    case Dtype::kFp4: return "nvfp4";
   }
   return "?";
 }
@@ -56,6 +58,7 @@ std::optional<Dtype> ParseDtype(std::string_view written) {
   if (s == "int8") return Dtype::kInt8;
   if (s == "int4" || s == "gptq" || s == "awq") return Dtype::kInt4;
   if (s == "nf4") return Dtype::kNf4;
+  if (s == "nvfp4" || s == "fp4" || s == "fp4-e2m1" || s == "nvfp4-mixed") return Dtype::kFp4;
   return std::nullopt;
 }
 
@@ -67,6 +70,8 @@ double QuantizedBytesPerParam(Dtype d) {
     case Dtype::kNf4: return 0.5 + 1.0 / 64.0 + 4.0 / 16384.0;
     // memory-model.md 5.1: fp8 block 128x128 scales (DeepSeek-V3 layout), fp32 per block
     case Dtype::kFp8: return 1.0 + 4.0 / 16384.0;
+    // NVFP4: an e4m3 scale per 16 values (and one fp32 scale per tensor)
+    case Dtype::kFp4: return 0.5 + 1.0 / 16.0;
     default: return DtypeBytes(d);
   }
 }

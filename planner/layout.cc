@@ -165,7 +165,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : l.tp_overlap) = b;
   } else if (key == "weights" || key == "kv_cache") {
     std::optional<Dtype> d = ParseDtype(v);
-    if (!d) return Bad(key, "bf16, fp16, fp8, int8, int4 or nf4", v);
+    if (!d || (key == "kv_cache" && *d == Dtype::kFp4)) return Bad(key, key == "weights" ? "bf16, fp16, fp8, nvfp4, int8, int4 or nf4" : "bf16, fp16 or fp8", v);
     (key == "weights" ? l.weights : l.kv_cache) = *d;
   } else if (key == "ac_modules") {
     // Megatron's --recompute-modules, '/'-separated (a comma separates layout keys).
@@ -575,6 +575,16 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
     l.offload_optimizer = Offload::kCpu;
   if (!(l.fixed & kKeyFramework)) l.stack = DefaultStack(l.framework, w, c);
   SP_RETURN_IF_ERROR(CheckHeads(m, l));
+  // NVFP4 training is Transformer Engine's recipe (fp4=e2m1, fp4_recipe=nvfp4), which the
+  // Megatron-core frameworks run, on tensor cores only Blackwell has.
+  if (w.training() && w.precision == Dtype::kFp4) {
+    if (!MegatronModelCode(l))
+      return Rule("precision nvfp4 is Transformer Engine's NVFP4 recipe, which Megatron-core runs (framework=megatron, "
+                  "nemo or megatron-bridge), not framework=" + std::string(FrameworkName(l)));
+    if (c.gpu.fp4_flops <= 0)
+      return Rule("precision nvfp4 needs FP4 tensor cores (Blackwell: B200, B300, GB200, GB300); " + c.gpu.name +
+                  " has no fp4_tflops in its spec");
+  }
   const int world = c.world_size();
   const int model_parallel = l.tp * l.pp * l.cp;
   if (!(l.fixed & kKeyDp)) {

@@ -98,6 +98,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("ac: full (peft's prepare_model_for_kbit_training turns gradient checkpointing on for QLoRA)");
   if (!(l.fixed & kKeyFramework) && l.stack != Stack::kHf && l.framework == Framework::kTorchtitan)
     assume("framework: torchtitan (not named; FSDP with the pipeline, expert or context parallelism asked for)");
+  if (w.precision == Dtype::kFp4)
+    assume("precision nvfp4: every linear layer's GEMMs run in NVFP4 (Transformer Engine's nvfp4 recipe, fp4=e2m1); "
+           "recipes that keep layers in bf16 (Megatron-Bridge's Nemotron 3 Super keeps its last 14) run slower");
 
   if (!low) {
     r.master_weights = false;  // everything is fp32 already

@@ -507,9 +507,9 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   const LayerShape shape{m, HardwareFor(c.gpu, prec, TrainingAttention(m, l, c.gpu)), AtLeast1(l.tp), AtLeast1(l.cp), AtLeast1(l.ep), AtLeast1(l.etp),
                          static_cast<double>(w.seq_len),
                          static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),
-                         prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8,
+                         prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8 || prec == Dtype::kFp4,
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
-                         l.sp, k.fused, k.flash};
+                         l.sp, k.fused, k.flash, prec == Dtype::kFp4};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (x.hw.peak <= 0) return out;  // a GPU without a datasheet peak: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;

@@ -26,6 +26,7 @@ struct GpuSpec {
   double nic_bandwidth = 0;          // network per GPU in the system the GPU ships in, bytes/s one direction; 0 = unknown
   int sms = 0;                       // streaming multiprocessors; 0 = unknown (estimated from the peak)
   int64_t reserved_bytes = 0;        // of memory_bytes, what the driver keeps for itself (see UsableMemory)
+  double fp4_flops = 0;              // dense NVFP4; 0 when the GPU has no FP4 tensor cores
   bool operator==(const GpuSpec&) const = default;
 };
 

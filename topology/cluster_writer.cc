@@ -73,7 +73,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.display_name != c.display_name) d.push_back("display_name");
   if (g.memory_bytes != c.memory_bytes) d.push_back("memory");
   if (g.reserved_bytes != c.reserved_bytes) d.push_back("driver_reserved");
-  if (g.bf16_flops != c.bf16_flops || g.fp16_flops != c.fp16_flops || g.fp8_flops != c.fp8_flops ||
+  if (g.bf16_flops != c.bf16_flops || g.fp16_flops != c.fp16_flops || g.fp8_flops != c.fp8_flops || g.fp4_flops != c.fp4_flops ||
       g.fp32_flops != c.fp32_flops)
     d.push_back("tflops");
   if (g.memory_bandwidth != c.memory_bandwidth) d.push_back("memory_bandwidth");
@@ -107,6 +107,7 @@ std::string WriteGpu(const GpuSpec& g) {
     out += Commented("  bf16_tflops: " + ShortestDecimal(g.bf16_flops / 1e12), "dense, without 2:4 sparsity");
     out += "  fp16_tflops: " + ShortestDecimal(g.fp16_flops / 1e12) + "\n";
     out += "  fp8_tflops: " + ShortestDecimal(g.fp8_flops / 1e12) + "\n";
+    if (g.fp4_flops > 0) out += "  fp4_tflops: " + ShortestDecimal(g.fp4_flops / 1e12) + "\n";
     out += Commented("  fp32_tflops: " + ShortestDecimal(g.fp32_flops / 1e12), "non-tensor");
   } else {
     out += "  # bf16_tflops, fp16_tflops, fp8_tflops, fp32_tflops: unknown; add the dense TFLOP/s before planning\n";

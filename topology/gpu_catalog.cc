@@ -168,7 +168,7 @@ int64_t DefaultDriverReserve(int64_t memory_bytes) {
 
 StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const std::string& name, bool inline_spec) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "gpu"));
-  std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops",
+  std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops", "fp4_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
                                    "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "driver_reserved",
                                    "also_named", "source"};
@@ -190,6 +190,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   SP_ASSIGN_OR_RETURN(std::optional<double> bf16, doc.Number(node, "bf16_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp16, doc.Number(node, "fp16_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp8, doc.Number(node, "fp8_tflops", 0, 1e6));
+  SP_ASSIGN_OR_RETURN(std::optional<double> fp4, doc.Number(node, "fp4_tflops", 0, 1e6));
   SP_ASSIGN_OR_RETURN(std::optional<double> fp32, doc.Number(node, "fp32_tflops", 0, 1e6));
   // A catalog entry must state its peak; a user's own GPU may give its memory alone, which
   // answers the memory question and leaves the time unknown (no peak, no step time).
@@ -197,6 +198,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   g.bf16_flops = bf16.value_or(0) * 1e12;
   g.fp16_flops = fp16.value_or(bf16.value_or(0)) * 1e12;
   g.fp8_flops = fp8.value_or(0) * 1e12;
+  g.fp4_flops = fp4.value_or(0) * 1e12;
   g.fp32_flops = fp32.value_or(g.fp16_flops / 1e12 / 8) * 1e12;  // rough when not given
   const bool compute_known = bf16 || fp16;
   SP_ASSIGN_OR_RETURN(std::optional<double> mbw, doc.Bandwidth(node, "memory_bandwidth"));

@@ -31,7 +31,8 @@ std::string ClusterYaml(const ClusterSpec& c) {
   o << "  name: " << YamlQuoted(c.name) << "\n  nodes: " << c.nodes << "\n  gpus_per_node: " << c.gpus_per_node << "\n";
   o << "  gpu: {name: " << YamlQuoted(g.name) << ", display_name: " << YamlQuoted(g.display_name) << ", memory: " << BytesText(g.memory_bytes)
     << ", bf16_tflops: " << Num(g.bf16_flops / 1e12) << ", fp16_tflops: " << Num(g.fp16_flops / 1e12)
-    << ", fp8_tflops: " << Num(g.fp8_flops / 1e12) << ", fp32_tflops: " << Num(g.fp32_flops / 1e12)
+    << ", fp8_tflops: " << Num(g.fp8_flops / 1e12) << ", fp4_tflops: " << Num(g.fp4_flops / 1e12)
+    << ", fp32_tflops: " << Num(g.fp32_flops / 1e12)
     << ", memory_bandwidth: " << BandwidthText(g.memory_bandwidth) << ", nvlink_bandwidth: " << BandwidthText(g.nvlink_bandwidth)
     << ", compute_capability: " << g.compute_capability;
   if (g.tdp_watts > 0) o << ", tdp: " << Num(g.tdp_watts) << " W";

@@ -12,7 +12,9 @@ Status ReadDtypeKey(const Document& doc, const YAML::Node& map, const char* key,
   SP_ASSIGN_OR_RETURN(std::optional<std::string> s, doc.String(map, key));
   if (!s) return Status::Ok();
   std::optional<Dtype> d = ParseDtype(*s);
-  if (!d) return doc.ErrorAt(map[key], std::string(key) + ": expected bf16, fp16, fp32, fp8, int8, int4 or nf4, got \"" + *s + "\"");
+  if (!d) return doc.ErrorAt(map[key], std::string(key) + ": expected bf16, fp16, fp32, fp8, nvfp4, int8, int4 or nf4, got \"" + *s + "\"");
+  if (*d == Dtype::kFp4 && std::string_view(key) == "kv_cache")
+    return doc.ErrorAt(map[key], "kv_cache: nvfp4 is not a KV-cache format the serving engines offer; expected bf16, fp16 or fp8, got \"" + *s + "\"");
   *out = *d;
   return Status::Ok();
 }
@@ -189,6 +191,9 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (gb) w.global_batch = *gb;
   w.global_batch_stated = gb.has_value() || !w.training();
   SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
+  if (w.precision == Dtype::kFp4 && !w.training())
+    return doc.ErrorAt(root["precision"], "precision: nvfp4 is a training recipe; to serve NVFP4 weights say inference: "
+                                          "{weights: nvfp4}, got \"nvfp4\" for task inference");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, "

@@ -62,6 +62,23 @@ TEST(EmitTest, RequestedFormatThatCannotExpressThePlanIsAnError) {
   EXPECT_EQ(EmitPlan(TpPpZero1MultiNode(), o).status().code(), Code::kBadInput);
 }
 
+// NVFP4 training is written as Megatron-LM's TE recipe flags; the formats without one say so
+// rather than write a bf16 config in its place.
+TEST(EmitTest, Nvfp4IsMegatronsAndTheOthersSaySo) {
+  Plan p = TpPpZero1MultiNode();
+  p.layout.framework = Framework::kMegatron;
+  p.workload.precision = Dtype::kFp4;
+  const Emitted e = MustEmit(p, Format::kAll, Launcher::kTorchrun);
+  ASSERT_NE(Find(e, "megatron_args.sh"), nullptr);
+  EXPECT_THAT(Find(e, "megatron_args.sh")->text, HasSubstr("--fp4-format e2m1"));
+  EXPECT_THAT(Find(e, "megatron_args.sh")->text, HasSubstr("--fp4-recipe nvfp4"));
+  EXPECT_EQ(Find(e, "deepspeed.json"), nullptr);
+  EXPECT_THAT(Find(e, "README.md")->text, HasSubstr("no deepspeed config: deepspeed: has no NVFP4 training recipe"));
+  EmitOptions o;
+  o.format = Format::kTorchtitan;
+  EXPECT_EQ(EmitPlan(p, o).status().code(), Code::kBadInput);
+}
+
 TEST(LaunchScriptTest, TorchrunMultiNodeUsesNodeRankForTheRankMap) {
   const Emitted e = MustEmit(Zero3NvmeOffload(), Format::kDeepSpeed, Launcher::kTorchrun);
   const std::string& t = Find(e, "launch.sh")->text;

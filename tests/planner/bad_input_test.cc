@@ -170,6 +170,25 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   EXPECT_NE(w.status().message().find("w.yaml:2:10: seq_len: expected tokens from 1"), std::string::npos) << w.status().message();
 }
 
+// NVFP4 is a training precision (Megatron-Bridge's tables write NVFP4) and a weight format to
+// serve; no serving engine keeps a KV cache in it.
+TEST(WorkloadRejects, Nvfp4WhereItIsNotARecipe) {
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nprecision: NVFP4\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->precision, Dtype::kFp4);
+  doc = Document::Parse("w.yaml", "task: inference\nprecision: nvfp4\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:2:12: precision: nvfp4 is a training recipe"), std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: inference\ninference: {weights: nvfp4, kv_cache: nvfp4}\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("kv_cache: nvfp4 is not a KV-cache format"), std::string::npos) << w.status().message();
+  EXPECT_FALSE(ParseLayout("kv_cache=nvfp4").ok());
+  EXPECT_EQ(ParseLayout("weights=nvfp4")->weights, Dtype::kFp4);
+}
+
 // SGLang's fraction is its own key (or engine: sglang with gpu_memory_utilization); an
 // engine shardplan does not model, or both fractions at once, is an error on its line.
 TEST(WorkloadRejects, ServingEngine) {

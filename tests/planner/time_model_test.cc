@@ -12,6 +12,7 @@
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
 #include "planner/io/model_reader.h"
+#include "planner/layout.h"
 #include "planner/recipe.h"
 #include "topology/gpu_catalog.h"
 
@@ -449,6 +450,42 @@ TEST(StepTime, HybridBlocksRunTheirOwnMixers) {
   attention.linear = {};
   EXPECT_LT(EstimateTime(*m, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds,
             EstimateTime(attention, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
+}
+
+// NVFP4 training runs its linear GEMMs at Blackwell's FP4 rate (B200: 9 PF dense, twice FP8),
+// at FP8's share of the peak, and pays a costlier cast (an amax pass, then both orientations
+// written); the rest of the step does not speed up. Megatron-Bridge 26.04.01 measures Llama 3
+// 70B at 1.31x MXFP8 on GB200 and 1.50x on GB300. Layouts that cannot run it are refused.
+TEST(Precision, Nvfp4OnBlackwell) {
+  StatusOr<GpuSpec> b200 = CatalogGpu("b200-180gb");
+  ASSERT_TRUE(b200.ok());
+  EXPECT_DOUBLE_EQ(b200->fp4_flops, 9000e12);
+  EXPECT_DOUBLE_EQ(HardwareFor(*b200, Dtype::kFp4).peak, 9000e12);
+  EXPECT_DOUBLE_EQ(HardwareFor(*b200, Dtype::kFp4).ceiling, HardwareFor(*b200, Dtype::kFp8).ceiling);
+  ClusterSpec c = DgxH100(8);
+  c.gpu = *b200;
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = 8, l.tp = 2, l.pp = 4, l.vpp = 5, l.mbs = 1, l.grad_accum = 32, l.zero = 1;
+  Workload fp8 = Pretrain(8192, 256), fp4 = fp8;
+  fp8.precision = Dtype::kFp8;
+  fp4.precision = Dtype::kFp4;
+  const double speedup = EstimateTime(Llama3_70B(), fp4, l, c).tokens_per_second_per_gpu /
+                         EstimateTime(Llama3_70B(), fp8, l, c).tokens_per_second_per_gpu;
+  EXPECT_GT(speedup, 1.15);
+  EXPECT_LT(speedup, 1.8);
+  Layout fsdp;
+  fsdp.framework = Framework::kFsdp;
+  fsdp.fixed = kKeyFramework;
+  auto refused = ResolveLayout(Llama3_70B(), fp4, c, fsdp);
+  EXPECT_NE(refused.status().message().find("precision nvfp4 is Transformer Engine's NVFP4 recipe"), std::string::npos)
+      << refused.status().message();
+  Layout megatron;
+  megatron.framework = Framework::kMegatron;
+  megatron.fixed = kKeyFramework;
+  EXPECT_TRUE(ResolveLayout(Llama3_70B(), fp4, c, megatron).ok());
+  auto h100 = ResolveLayout(Llama3_70B(), fp4, DgxH100(8), megatron);
+  EXPECT_NE(h100.status().message().find("precision nvfp4 needs FP4 tensor cores"), std::string::npos) << h100.status().message();
 }
 
 // MPT-7B as llm-foundry's benchmark yamls build it (d_model 4096, 32 heads, 32 layers,
