@@ -110,7 +110,7 @@ struct LayerKind {
   Forward f;
   double tp_one = 0, cp_step = 0, ep_one = 0;
   double tp_collectives = 2;  // per pass: after attention and after the MLP; a hybrid block's one mixer, 1
-  double cp_a2a = 0;          // a Mamba block under CP: all-to-alls there and back, per pass
+  double cp_a2a = 0;          // a linear mixer under CP: all-to-alls there and back, per pass
 };
 
 // `block`: a hybrid block's letter, 0 for a transformer layer (compute_cost.h LayerForward).
@@ -200,11 +200,11 @@ void Add(LayerCost* sum, const LayerCost& c, double n) {
 // is an MoE block (Qwen3-Next's 'A' and 'G' layers may hold either).
 constexpr char kHybridBlocks[] = {'M', '*', '-', 'E', 'A', 'G'};
 constexpr int kHybridKinds = 12;
-int HybridIndex(const ModelSpec& m, int64_t layer) {
-  const char c = m.block(layer);
-  const int letter = static_cast<int>(std::find(std::begin(kHybridBlocks), std::end(kHybridBlocks), c) - std::begin(kHybridBlocks));
-  return 2 * letter + (m.is_moe_layer(layer) ? 1 : 0);
+int KindIndex(char letter, bool moe) {
+  const auto at = std::find(std::begin(kHybridBlocks), std::end(kHybridBlocks), letter);
+  return 2 * static_cast<int>(at - std::begin(kHybridBlocks)) + (moe ? 1 : 0);
 }
+int HybridIndex(const ModelSpec& m, int64_t layer) { return KindIndex(m.block(layer), m.is_moe_layer(layer)); }
 
 struct LayerTable {
   LayerCost dense_plain, dense_full, moe_plain, moe_full;
@@ -260,8 +260,8 @@ LayerTable BuildTable(const Ctx& x) {
   double mtp_layer = (has_moe ? t.moe_plain : t.dense_plain).compute;
   if (m.is_hybrid()) {
     const bool nemotron = m.hybrid.find('E') != std::string::npos || m.hybrid.find('*') != std::string::npos;
-    mtp_layer = nemotron ? t.hybrid_plain[2 * 1].compute + t.hybrid_plain[2 * 3 + 1].compute
-                         : t.hybrid_plain[2 * 4 + (has_moe ? 1 : 0)].compute;
+    mtp_layer = nemotron ? t.hybrid_plain[KindIndex('*', false)].compute + t.hybrid_plain[KindIndex('E', true)].compute
+                         : t.hybrid_plain[KindIndex('A', has_moe)].compute;
   }
   t.mtp_seconds = m.mtp_layers * (t.head_seconds + mtp_layer);
   return t;
