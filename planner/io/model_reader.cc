@@ -74,6 +74,8 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // transformers OlmoConfig, Olmo2Config, PhiConfig (Phi-1 defaults), CohereConfig (Command-R).
       {"olmo", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "OlmoDecoderLayer"}},
       {"olmo2", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo2DecoderLayer"}},
+      // OlmoeConfig (OLMoE-1B-7B): every layer MoE, experts of intermediate_size.
+      {"olmoe", {50304, 2048, 2048, 16, 16, 0, 0, 4096, false, "OlmoeDecoderLayer"}},
       {"phi", {51200, 2048, 8192, 24, 32, 0, 0, 2048, false, "PhiDecoderLayer"}},
       {"cohere", {256000, 8192, 22528, 40, 64, 0, 0, 8192, true, "CohereDecoderLayer"}},
       // Glm4MoeConfig (GLM-4.5 / 4.6 / 4.7 and GLM-4.5-Air): the class defaults are the Air's,
@@ -1134,6 +1136,15 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     m.expert_intermediate = m.intermediate;
     m.expert_bias = m.router_bias = m.attention_sinks = true;
     m.sliding_window_pattern = 2;  // layer_types alternates sliding (128) and full attention
+    MarkAllMoe(m);
+  } else if (*type == "olmoe") {
+    // transformers modeling_olmoe.py: OLMo-2's q_norm and k_norm over the whole projections;
+    // num_experts SwiGLU experts of intermediate_size in every layer, a bias-free router, no
+    // shared expert. OLMoE-1B-7B-0924 counts 6,919,161,856 parameters.
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", 64, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+    m.expert_intermediate = m.intermediate;
+    m.qk_norm_whole = true;
     MarkAllMoe(m);
   } else if (*type == "mixtral") {
     SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 8, 1, 1 << 16));

@@ -218,6 +218,10 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   }
   if (t == "gpt_neox") o.Bool("use_parallel_residual", m.parallel_residual);
   if (t == "cohere") o.Bool("use_qk_norm", m.qk_norm_whole);
+  if (t == "olmoe") {
+    o.Key("num_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+  }
   if (t == "mixtral" || t == "gpt_oss") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);

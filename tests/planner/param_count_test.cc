@@ -478,6 +478,17 @@ TEST(Families, NemotronHybrid) {
   EXPECT_NE(bad.status().message().find("got \"X\""), std::string::npos) << bad.status().message();
 }
 
+// OLMoE-1B-7B-0924 (allenai config.json): transformers counts 6,919,161,856 on the meta device,
+// 1,282,017,280 of them active (top-8 of 64 experts; "1B active, 7B total").
+TEST(Families, Olmoe) {
+  auto m = FromJson(R"({"architectures":["OlmoeForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"clip_qkv":null,"eos_token_id":50279,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":1024,"max_position_embeddings":4096,"model_type":"olmoe","norm_topk_prob":false,"num_attention_heads":16,"num_experts":64,"num_experts_per_tok":8,"num_hidden_layers":16,"num_key_value_heads":16,"output_router_logits":false,"pad_token_id":1,"rms_norm_eps":1e-05,"rope_scaling":null,"rope_theta":10000.0,"router_aux_loss_coef":0.01,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,"vocab_size":50304})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 6'919'161'856);
+  EXPECT_EQ(CountParams(*m).active, 1'282'017'280);
+  EXPECT_EQ(CountParams(*m).attention, 16 * (4 * 2048LL * 2048 + 2048 + 2048));  // q/k norms over the whole projections
+  ExpectReadsBack(*m);
+}
+
 // Qwen3-Next and Qwen3.5 (transformers modeling_qwen3_next.py, modeling_qwen3_5_moe.py): Gated
 // DeltaNet and gated-attention layers, each with an MoE (or an MLP) behind two norms.
 // transformers on the meta device: Qwen3-Next-80B-A3B 79,674,391,296; Qwen3.5-35B-A3B's text
