@@ -171,7 +171,7 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   const bool moe = m.is_moe_layer(layer);
   // A hybrid's block holds one mixer and one norm; Mamba-2 blocks have no module to recompute.
   const bool attention = m.has_attention(layer);
-  if (m.block(layer) == 'M') return (mods & kAcLayernorm) ? 2 * sb * d.h / d.sp_div : 0;
+  if (m.has_linear_mixer(layer) && !m.has_ffn(layer)) return (mods & kAcLayernorm) ? 2 * sb * d.h / d.sp_div : 0;
   double drop = 0;
   if ((mods & kAcCoreAttn) && attention) drop += ScoreBytes(ctx, d) / d.t;  // the LSE under flash, else the softmax
   if (mods & kAcLayernorm) drop += m.sub_blocks(layer) * 2 * sb * d.h / d.sp_div;  // the norms' outputs

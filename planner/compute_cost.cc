@@ -516,10 +516,10 @@ double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
 
 // ---- One layer, one micro-batch, one GPU ----
 
-Forward LayerForward(const LayerShape& x, bool moe, char block) {
+Forward LayerForward(const LayerShape& x, int64_t layer) {
   Forward f;
-  const bool attention = block == 0 || block == '*' || block == 'A';
-  const bool mlp = block == 0 || block == '-' || block == 'E' || block == 'A' || block == 'G';
+  const ModelSpec& m = x.m;
+  const bool attention = m.has_attention(layer), mlp = m.has_ffn(layer), moe = mlp && m.is_moe_layer(layer);
   if (attention) {
     AttentionGemms(x, &f);
     AttentionCore(x, &f);
@@ -528,7 +528,7 @@ Forward LayerForward(const LayerShape& x, bool moe, char block) {
   }
   if (mlp) MlpGemms(x, moe, &f);
   if (attention || mlp) Elementwise(x, moe, attention, mlp, &f);
-  if (block == 'M' || block == 'G') LinearMixerBlock(x, &f);
+  if (m.has_linear_mixer(layer)) LinearMixerBlock(x, &f);
   return f;
 }
 

@@ -97,9 +97,9 @@ struct Forward {
   double attn_bwd = 0;  // backward of the attention core
 };
 
-// `block` is a hybrid block's letter ('M' Mamba-2, '*' attention, '-' MLP, 'E' MoE), or 0 for
-// a transformer layer's attention and MLP (an MoE block under `moe`).
-Forward LayerForward(const LayerShape& x, bool moe, char block = 0);
+// Layer `layer` of the model: its attention or linear mixer and its MLP or MoE block, as
+// ModelSpec says (a transformer's layer -1 is a dense one).
+Forward LayerForward(const LayerShape& x, int64_t layer);
 
 // LM head + loss of one micro-batch, forward and backward; the embedding lookup likewise.
 double HeadSeconds(const LayerShape& x);

@@ -109,33 +109,33 @@ struct LayerCost {
 struct LayerKind {
   Forward f;
   double tp_one = 0, cp_step = 0, ep_one = 0;
-  double tp_collectives = 2;  // per pass: after attention and after the MLP; a hybrid block's one mixer, 1
+  double tp_collectives = 2;  // per pass: one after each sub-block (ModelSpec::sub_blocks)
   double cp_a2a = 0;          // a linear mixer under CP: all-to-alls there and back, per pass
 };
 
-// `block`: a hybrid block's letter, 0 for a transformer layer (compute_cost.h LayerForward).
-LayerKind MakeKind(const Ctx& x, bool moe, char block = 0) {
+// Layer `layer`'s kind (-1: a transformer's dense layer).
+LayerKind MakeKind(const Ctx& x, int64_t layer) {
   const ModelSpec& m = x.m;
   LayerKind k;
-  k.f = LayerForward(x, moe, block);
-  if (block == 'M' || block == '*' || block == '-' || block == 'E') k.tp_collectives = 1;  // one mixer
+  k.f = LayerForward(x, layer);
+  k.tp_collectives = m.sub_blocks(layer);
   if (x.tp > 1) {  // AR, or RS + AG under SP: the same ring cost
     k.tp_one = CollectiveSeconds(Collective::kAllReduce, x.tokens * m.hidden * x.act, x.tp, GroupTier(x.c, SpanOf(x.l, GroupKind::kTp)));
   }
-  if (x.cp > 1 && (block == 0 || block == '*' || block == 'A')) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
+  if (x.cp > 1 && m.has_attention(layer)) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
     const double kv = m.attention == AttentionKind::kMla
                           ? m.heads * (QkDim(m) + VDim(m)) / x.tp
                           : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
     k.cp_step = CollectiveSeconds(Collective::kSendRecv, x.tokens * kv * x.act, 2, NeighborTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
-  if ((block == 'M' || block == 'G') && x.cp > 1) {
+  if (x.cp > 1 && m.has_linear_mixer(layer)) {
     // Megatron-core's Mamba context parallelism (ssm/mamba_context_parallel.py) trades the
     // sequence shard for a head shard around the scan: an all-to-all of in_proj's output to
     // head-sharded full sequences, and one of y back.
     const double width = static_cast<double>(m.linear.in_proj() + m.linear.inner()) / x.tp;
     k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
-  if (moe && x.ep > 1) {  // token dispatch or combine
+  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.ep > 1) {  // token dispatch or combine
     const double bytes = defaults::kMoeImbalance * x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
     k.ep_one = CollectiveSeconds(Collective::kAllToAll, bytes, x.ep, GroupTier(x.c, SpanOf(x.l, GroupKind::kEp)));
   }
@@ -224,17 +224,18 @@ LayerTable BuildTable(const Ctx& x) {
   const bool has_moe = moe_it != m.moe_layer.end();
   const Rc plain = x.l.ac == Recompute::kSelective ? Rc::kSelective : Rc::kNone;
   const bool full = x.l.ac == Recompute::kFull;
-  const LayerKind dense = MakeKind(x, false);
-  t.dense_plain = LayerTime(x, dense, plain);
-  if (full) t.dense_full = LayerTime(x, dense, Rc::kFull);
-  t.dense_params = static_cast<double>(LayerParams(m, -1));
-  if (m.is_hybrid()) {
+  if (!m.is_hybrid()) {  // a hybrid's layers are priced by kind below
+    const LayerKind dense = MakeKind(x, -1);
+    t.dense_plain = LayerTime(x, dense, plain);
+    if (full) t.dense_full = LayerTime(x, dense, Rc::kFull);
+    t.dense_params = static_cast<double>(LayerParams(m, -1));
+  } else {
     bool seen[kHybridKinds] = {};
     for (int64_t layer = 0; layer < m.layers; ++layer) {
       const int i = HybridIndex(m, layer);
       if (seen[i]) continue;
       seen[i] = true;
-      const LayerKind kind = MakeKind(x, m.is_moe_layer(layer), m.block(layer));
+      const LayerKind kind = MakeKind(x, layer);
       t.hybrid_plain[i] = LayerTime(x, kind, plain);
       if (full) t.hybrid_full[i] = LayerTime(x, kind, Rc::kFull);
       t.hybrid_params[i] = static_cast<double>(LayerParams(m, layer) - LayerExpertParams(m, layer));
@@ -242,11 +243,13 @@ LayerTable BuildTable(const Ctx& x) {
   }
   if (has_moe) {
     const int first = static_cast<int>(moe_it - m.moe_layer.begin());
-    const LayerKind moe = MakeKind(x, true);
-    t.moe_plain = LayerTime(x, moe, plain);
-    if (full) t.moe_full = LayerTime(x, moe, Rc::kFull);
     t.moe_expert = static_cast<double>(LayerExpertParams(m, first));
-    t.moe_params = static_cast<double>(LayerParams(m, first)) - t.moe_expert;
+    if (!m.is_hybrid()) {
+      const LayerKind moe = MakeKind(x, first);
+      t.moe_plain = LayerTime(x, moe, plain);
+      if (full) t.moe_full = LayerTime(x, moe, Rc::kFull);
+      t.moe_params = static_cast<double>(LayerParams(m, first)) - t.moe_expert;
+    }
   }
   const double ew = Width(m), v = static_cast<double>(m.vocab), h = static_cast<double>(m.hidden);
   t.embedding_params = v * ew + (ew != h ? 2 * ew * h : 0) +

@@ -308,6 +308,25 @@ Status ReadGlm4Moe(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
+// A linear mixer's widths under its family's keys (LinearMixerKeysOf); the groups must divide
+// the heads, and the widths stay within a real model's.
+Status ReadLinearMixerWidths(const Reader& r, ModelSpec::LinearMixer& x) {
+  const LinearMixerKeys& k = LinearMixerKeysOf(x.delta);
+  SP_ASSIGN_OR_RETURN(x.heads, r.Int(k.heads.name, k.heads.fallback, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int(k.head_dim.name, k.head_dim.fallback, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.groups, r.Int(k.groups.name, k.groups.fallback, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.state, r.Int(k.state.name, k.state.fallback, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int(k.conv_kernel.name, k.conv_kernel.fallback, 1, 1 << 10));
+  if (x.heads % x.groups != 0)
+    return r.doc.ErrorAt(r.node[k.groups.name].IsDefined() ? r.node[k.groups.name] : r.node,
+                         std::string(k.groups.name) + " (" + std::to_string(x.groups) + ") must divide " + k.heads.name + " (" +
+                             std::to_string(x.heads) + ")");
+  if (x.inner() > kMaxDim || x.groups * x.state > kMaxDim)
+    return r.doc.ErrorAt(r.node, std::string(k.heads.name) + " x " + k.head_dim.name + " or " + k.groups.name + " x " +
+                                     k.state.name + " is out of range");
+  return Status::Ok();
+}
+
 // Nemotron-H (transformers configuration_nemotron_h.py / modeling_nemotron_h.py): each block
 // is one RMSNorm and one mixer, in the order hybrid_override_pattern spells ('M' Mamba-2, '*'
 // attention, '-' MLP, 'E' MoE) or layers_block_type lists (transformers' names, or the remote
@@ -356,11 +375,7 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   m.mlp = MlpKind::kPlain;  // relu2
   m.norms_per_layer = 1;
   ModelSpec::LinearMixer& x = m.linear;
-  SP_ASSIGN_OR_RETURN(x.heads, r.Int("mamba_num_heads", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int("mamba_head_dim", 64, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.state, r.Int("ssm_state_size", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.groups, r.Int("n_groups", 8, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int("conv_kernel", 4, 1, 1 << 10));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, x));
   SP_ASSIGN_OR_RETURN(x.chunk, r.Int("chunk_size", 128, 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("use_conv_bias", true));
   SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("use_bias", false));
@@ -370,10 +385,6 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
     if (!dt) return r.doc.ErrorAt(r.node["mamba_ssm_cache_dtype"], "mamba_ssm_cache_dtype: expected a dtype like \"float32\", got \"" + cache + "\"");
     x.ssm_cache = *dt;
   }
-  if (x.heads % x.groups != 0)
-    return r.doc.ErrorAt(r.node["n_groups"].IsDefined() ? r.node["n_groups"] : r.node,
-                         "n_groups (" + std::to_string(x.groups) + ") must divide mamba_num_heads (" + std::to_string(x.heads) + ")");
-  if (x.inner() > kMaxDim) return r.doc.ErrorAt(r.node, "mamba_num_heads x mamba_head_dim is out of range");
   if (m.hybrid.find('M') == std::string::npos) m.linear = {};
   SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
   if (m.hybrid.find('E') == std::string::npos) return Status::Ok();
@@ -422,19 +433,10 @@ Status ReadGatedDeltaNetHybrid(const Reader& r, const std::string& type, ModelSp
   SP_ASSIGN_OR_RETURN(m.attention_gate, r.Bool("attn_output_gate", true));
   ModelSpec::LinearMixer& x = m.linear;
   x.delta = true;
-  SP_ASSIGN_OR_RETURN(x.heads, r.Int("linear_num_value_heads", 32, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int("linear_value_head_dim", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.groups, r.Int("linear_num_key_heads", 16, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.state, r.Int("linear_key_head_dim", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int("linear_conv_kernel_dim", 4, 1, 1 << 10));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, x));
   x.chunk = 64;
   x.conv_bias = false;
   x.ssm_cache = m.dtype;  // vLLM keeps the DeltaNet state in the model's dtype unless told otherwise
-  if (x.heads % x.groups != 0)
-    return r.doc.ErrorAt(r.node["linear_num_key_heads"].IsDefined() ? r.node["linear_num_key_heads"] : r.node,
-                         "linear_num_key_heads (" + std::to_string(x.groups) + ") must divide linear_num_value_heads (" +
-                             std::to_string(x.heads) + ")");
-  if (x.inner() > kMaxDim || x.groups * x.state > kMaxDim) return r.doc.ErrorAt(r.node, "the Gated DeltaNet widths are out of range");
   if (m.hybrid.find('G') == std::string::npos) m.linear = {};
   if (type == "qwen3_5_text") return Status::Ok();
   if (type == "qwen3_next") {
@@ -854,6 +856,15 @@ const char* MptAttnImplName(AttentionImpl impl) {
   for (const auto& [name, kind] : kMptAttnImpls)
     if (kind == impl) return name;
   return nullptr;
+}
+
+const LinearMixerKeys& LinearMixerKeysOf(bool delta) {
+  static const LinearMixerKeys kMamba{{"mamba_num_heads", 128}, {"mamba_head_dim", 64}, {"n_groups", 8},
+                                      {"ssm_state_size", 128}, {"conv_kernel", 4}};
+  static const LinearMixerKeys kDelta{{"linear_num_value_heads", 32}, {"linear_value_head_dim", 128},
+                                      {"linear_num_key_heads", 16}, {"linear_key_head_dim", 128},
+                                      {"linear_conv_kernel_dim", 4}};
+  return delta ? kDelta : kMamba;
 }
 
 Status ValidateModel(const ModelSpec& m) {

@@ -26,6 +26,18 @@ const char* MptAttnImplName(AttentionImpl impl);
 // the local Hugging Face cache (planner/io/hub_cache.h).
 StatusOr<ModelSpec> LoadModel(const std::string& ref);
 
+// The config keys of a linear mixer's widths and transformers' defaults for them: Mamba-2's
+// (NemotronHConfig) or the Gated DeltaNet's (Qwen3NextConfig). The reader and the writer share
+// them, so a plan's model section reads back to the same widths.
+struct LinearMixerKey {
+  const char* name;
+  int64_t fallback;
+};
+struct LinearMixerKeys {
+  LinearMixerKey heads, head_dim, groups, state, conv_kernel;
+};
+const LinearMixerKeys& LinearMixerKeysOf(bool delta);
+
 // Checks sizes a real model can have; the error names the key.
 Status ValidateModel(const ModelSpec& m);
 

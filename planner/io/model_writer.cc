@@ -54,6 +54,16 @@ std::string LayerList(const ModelSpec& m, bool moe) {
   return list + "]";
 }
 
+// A linear mixer's widths under the reader's keys for its family.
+void LinearMixerWidths(Out& o, const ModelSpec::LinearMixer& x) {
+  const LinearMixerKeys& k = LinearMixerKeysOf(x.delta);
+  o.Key(k.heads.name, x.heads);
+  o.Key(k.head_dim.name, x.head_dim);
+  o.Key(k.groups.name, x.groups);
+  o.Key(k.state.name, x.state);
+  o.Key(k.conv_kernel.name, x.conv_kernel);
+}
+
 void MoeLayers(Out& o, const ModelSpec& m) {
   o.Key("mlp_only_layers", LayerList(m, false));
   o.Key("decoder_sparse_step", 1);
@@ -284,11 +294,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");
     const ModelSpec::LinearMixer& x = m.linear;
     if (x.heads > 0) {
-      o.Key("mamba_num_heads", x.heads);
-      o.Key("mamba_head_dim", x.head_dim);
-      o.Key("ssm_state_size", x.state);
-      o.Key("n_groups", x.groups);
-      o.Key("conv_kernel", x.conv_kernel);
+      LinearMixerWidths(o, x);
       o.Key("chunk_size", x.chunk);
       o.Bool("use_conv_bias", x.conv_bias);
       o.Bool("use_bias", x.proj_bias);
@@ -308,14 +314,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "full_attention" : "linear_attention");
     o.Key("layer_types", types + "]");
     o.Bool("attn_output_gate", m.attention_gate);
-    const ModelSpec::LinearMixer& x = m.linear;
-    if (x.heads > 0) {
-      o.Key("linear_num_value_heads", x.heads);
-      o.Key("linear_value_head_dim", x.head_dim);
-      o.Key("linear_num_key_heads", x.groups);
-      o.Key("linear_key_head_dim", x.state);
-      o.Key("linear_conv_kernel_dim", x.conv_kernel);
-    }
+    if (m.linear.heads > 0) LinearMixerWidths(o, m.linear);
     if (m.is_moe()) {
       o.Key("num_experts", m.experts);
       o.Key("num_experts_per_tok", m.experts_per_token);

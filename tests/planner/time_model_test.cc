@@ -523,7 +523,7 @@ TEST(Hardware, AttentionKernelsMatchTransformerEngineTimings) {
   m.kv_heads = 8;
   for (const auto& [impl, ms] : {std::pair{AttentionImpl::kUnstated, 11.8879}, std::pair{AttentionImpl::kCudnn, 7.4875}}) {
     const LayerShape x{m, HardwareFor(H100(), Dtype::kBf16, impl), 1, 1, 1, 1, 8192, 2 * 8192.0};
-    const Forward f = LayerForward(x, false);
+    const Forward f = LayerForward(x, 0);
     EXPECT_NEAR((f.attn + f.attn_bwd) * 1e3, ms, 0.03 * ms);
   }
   // A100: TE prefers flash-attn there, and the cuDNN rate is FlashAttention-2's.
