@@ -65,11 +65,24 @@ void AddContextParallel(const Plan& p, const CommShape& s, std::vector<Collectiv
   const int64_t kv_local = std::max<int64_t>(kv_per_token / p.layout.tp, 2 * m.head_dim);
   const int64_t size = s.tokens * p.layout.cp * kv_local * s.act_bytes;  // the whole sequence
   const int64_t n = s.attention_layers * s.micro;
-  Add(out, "cp_all_gather_kv", "cp", CollectiveKind::kAllGather, size, s.act_bytes, Phase::kForward,
-      n, "all-gather of K and V over the sequence (Llama 3 context parallelism)");
-  if (!s.training) return;
-  Add(out, "cp_reduce_scatter_dkv", "cp", CollectiveKind::kReduceScatter, size, s.act_bytes,
-      Phase::kBackward, n, "reduce-scatter of the K and V gradients");
+  if (n > 0) {
+    Add(out, "cp_all_gather_kv", "cp", CollectiveKind::kAllGather, size, s.act_bytes, Phase::kForward,
+        n, "all-gather of K and V over the sequence (Llama 3 context parallelism)");
+    if (s.training)
+      Add(out, "cp_reduce_scatter_dkv", "cp", CollectiveKind::kReduceScatter, size, s.act_bytes,
+          Phase::kBackward, n, "reduce-scatter of the K and V gradients");
+  }
+  // A linear mixer trades its sequence shard for a head shard around the scan and back, the
+  // time model's all-to-alls (Megatron-core's mamba_context_parallel.py).
+  const int64_t mixers = s.linear_layers * s.micro;
+  if (mixers == 0) return;
+  const int64_t width = (m.linear.in_proj() + m.linear.inner()) / p.layout.tp;
+  const int64_t a2a = s.tokens * width * s.act_bytes;
+  Add(out, "cp_all_to_all_mixer_fwd", "cp", CollectiveKind::kAllToAll, a2a, s.act_bytes, Phase::kForward, mixers,
+      "linear mixers: in_proj's output to head shards and y back, tokens x (in_proj + inner) / TP");
+  if (s.training)
+    Add(out, "cp_all_to_all_mixer_bwd", "cp", CollectiveKind::kAllToAll, a2a, s.act_bytes, Phase::kBackward, mixers,
+        "the same all-to-alls for the gradients");
 }
 
 void AddExpertParallel(const Plan& p, const CommShape& s, std::vector<CollectiveStep>* out) {
@@ -129,6 +142,7 @@ CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
                                                                    : m.is_moe();
       s.moe_layers += moe ? 1 : 0;
       s.attention_layers += m.has_attention(i) ? 1 : 0;
+      s.linear_layers += m.has_linear_mixer(i) ? 1 : 0;
       s.sub_blocks += m.sub_blocks(i);
     }
   }

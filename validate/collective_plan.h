@@ -33,6 +33,7 @@ struct CommShape {
   int64_t layers = 0;          // decoder layers on the rank's stage
   int64_t moe_layers = 0;      // of which MoE
   int64_t attention_layers = 0;  // of which hold attention (all but a hybrid's other blocks)
+  int64_t linear_layers = 0;     // of which hold a linear mixer (Mamba-2, Gated DeltaNet)
   int64_t sub_blocks = 0;        // mixers and FFNs of those layers, each ending in a TP reduction
   int64_t local_params = 0;    // parameters of the stage on this rank after TP/EP, before DP sharding
   int64_t unit_params = 0;     // the largest decoder layer of the stage after TP/EP (FSDP unit)

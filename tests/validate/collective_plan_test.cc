@@ -191,6 +191,24 @@ TEST(CollectivePlanTest, PipelineAndContextParallel) {
               "cp");
 }
 
+// A hybrid under CP: its 4 attention layers gather K and V as any layer does; its 12 Mamba-2
+// layers each send in_proj's output (10,304 wide) to head shards and y (4,096) back, for 4,096
+// tokens per rank, as the time model prices them.
+TEST(CollectivePlanTest, LinearMixersUnderContextParallelism) {
+  Plan p = Dense(1, 1, 2, false);
+  p.model.hybrid = "MMM*MMM*MMM*MMM*";
+  p.model.linear.heads = 64;
+  p.model.linear.head_dim = 64;
+  p.model.linear.groups = 8;
+  p.model.linear.state = 128;
+  ExpectSteps(PlanCollectives(p, RankPlace{}),
+              {{"cp_all_gather_kv", "cp", kAG, 33'554'432, kFwd, 16},
+               {"cp_all_to_all_mixer_fwd", "cp", CollectiveKind::kAllToAll, 4096LL * (10'304 + 4'096) * 2, kFwd, 48},
+               {"cp_reduce_scatter_dkv", "cp", kRS, 33'554'432, kBwd, 16},
+               {"cp_all_to_all_mixer_bwd", "cp", CollectiveKind::kAllToAll, 4096LL * (10'304 + 4'096) * 2, kBwd, 48}},
+              "hybrid cp");
+}
+
 TEST(CollectivePlanTest, ExpertAllToAll) {
   Plan p = Dense(1, 1, 1, false);
   p.layout.ep = 2;
