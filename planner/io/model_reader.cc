@@ -1050,6 +1050,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   ModelSpec m;
   m.name = display_name;
   ModelSpec::VisionTower vision;
+  const std::string wrapper = *type;
   if (const auto tower = kTextTowers.find(*type); tower != kTextTowers.end()) {
     // Gemma 3's and Mistral 3's vision encoders are counted apart when the file gives them.
     if (const YAML::Node vc = root["vision_config"]; vc.IsDefined() && !vc.IsNull()) {
@@ -1060,7 +1061,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
-    node = text;
+    node.reset(text);  // rebinds; `node = text` would overwrite root's content (yaml-cpp)
     type = tower->second;
     if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
       Reader top{doc, root};
@@ -1074,7 +1075,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadQwenVision(doc, root["vision_config"], *type, vision));
     const YAML::Node text = node["text_config"];
     if (text.IsDefined() && text.IsMap() && text["hidden_size"].IsDefined()) {
-      node = text;
+      node.reset(text);
       if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
         Reader top{doc, root};
         SP_RETURN_IF_ERROR(ReadDtype(top, m));
@@ -1213,6 +1214,9 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  // The VLM's own decoder-layer class, which FSDP's auto-wrap policy must name.
+  if (wrapper == "qwen2_vl") m.decoder_layer_class = "Qwen2VLDecoderLayer";
+  if (wrapper == "qwen2_5_vl") m.decoder_layer_class = "Qwen2_5_VLDecoderLayer";
   m.vision = vision;
   if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3") m.vision.out = m.hidden;  // the projector's output
   Status valid = ValidateModel(m);

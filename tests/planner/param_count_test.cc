@@ -232,6 +232,16 @@ TEST(Families, Gemma3NestedTextConfig) {
   EXPECT_EQ(CountParams(*m).total, 11'766'034'176);
   EXPECT_EQ(m->head_dim, 256);
   EXPECT_EQ(m->dtype, Dtype::kBf16);
+  // The wrapper's own keys stay readable once the text tower is read: its dtype when
+  // text_config names none, and its quantization_config.
+  auto f16 = FromJson(R"({"model_type":"gemma3","torch_dtype":"float16","text_config":{"model_type":"gemma3_text",
+    "hidden_size":3840,"intermediate_size":15360,"num_hidden_layers":48,"num_attention_heads":16,
+    "num_key_value_heads":8},"quantization_config":{"quant_method":"bitsandbytes","load_in_4bit":true,
+    "bnb_4bit_quant_type":"nf4"}})");
+  ASSERT_TRUE(f16.ok()) << f16.status().message();
+  EXPECT_EQ(f16->dtype, Dtype::kFp16);
+  EXPECT_EQ(f16->quant.method, "bitsandbytes");
+  EXPECT_EQ(f16->quant.format, Dtype::kNf4);
 }
 
 // Llama 4 (modeling_llama4.py, text tower of Llama4ForConditionalGeneration; the vision
@@ -545,12 +555,14 @@ TEST(Families, QwenVisionLanguage) {
   EXPECT_EQ(c.total, 8'292'166'656 - 676'550'144);
   EXPECT_EQ(c.vision, 676'550'144);
   EXPECT_EQ(a->model_type, "qwen2");
+  EXPECT_EQ(a->decoder_layer_class, "Qwen2_5_VLDecoderLayer");  // what FSDP's auto-wrap must name
   EXPECT_TRUE(a->qkv_bias);
   auto q2 = FromJson(R"({"model_type":"qwen2_vl","hidden_size":3584,"intermediate_size":18944,"num_attention_heads":28,
     "num_hidden_layers":28,"num_key_value_heads":4,"vocab_size":152064,"tie_word_embeddings":false,
     "vision_config":{"depth":32,"embed_dim":1280,"mlp_ratio":4,"num_heads":16,"in_chans":3,"hidden_size":3584,
     "patch_size":14,"spatial_merge_size":2,"temporal_patch_size":2}})");
   ASSERT_TRUE(q2.ok()) << q2.status().message();
+  EXPECT_EQ(q2->decoder_layer_class, "Qwen2VLDecoderLayer");
   EXPECT_EQ(CountParams(*q2).vision, 675'759'104);
   EXPECT_EQ(CountParams(*q2).total + CountParams(*q2).vision, 8'291'375'616);
   // As newer transformers save it: the text tower in text_config.
