@@ -179,6 +179,9 @@ StatusOr<Emitted> MegatronArgs(const Plan& plan, const JobShape& s) {
   if (plan.model.attention == AttentionKind::kMla)
     out.Note("Megatron: add the multi-latent-attention flags (--multi-latent-attention, "
              "--q-lora-rank, --kv-lora-rank, ...) for this MLA model");
+  if (!plan.model.vision.kind.empty())
+    out.Note("Megatron: these arguments build the text tower only; " + plan.model.vision.kind +
+             "'s vision encoder needs a multimodal entry point (Megatron-Bridge's VLM recipes)");
   out.Add("megatron_args.sh", t);
   return out;
 }

@@ -138,15 +138,18 @@ int64_t VisionParams(const ModelSpec& m) {
     return v.in_channels * v.patch * v.patch * w + w + v.depth * block + w + w * v.merge * v.merge * w + w * v.out +
            v.out * v.out + bias;
   }
-  if (v.kind == "qwen3_5" || v.kind == "qwen3_5_moe") {
-    // transformers Qwen3_5VisionModel: a biased Conv3d patch embedding, `image` learned
-    // positions (num_position_embeddings), LayerNorm blocks with biased qkv, proj, fc1 and fc2,
-    // and a merger of a LayerNorm over the width and biased Linear(w m^2, w m^2) and Linear(w m^2,
-    // out). Qwen3.5-35B-A3B's counts 446,571,248.
+  if (v.kind == "qwen3_5" || v.kind == "qwen3_5_moe" || v.kind == "qwen3_vl" || v.kind == "qwen3_vl_moe") {
+    // transformers Qwen3_5VisionModel (Qwen3VLVisionModel less its deepstack): a biased Conv3d
+    // patch embedding, `image` learned positions (num_position_embeddings), LayerNorm blocks
+    // with biased qkv, proj, fc1 and fc2, and a merger of a LayerNorm over the width and biased
+    // Linear(w m^2, w m^2) and Linear(w m^2, out). Qwen3-VL adds one merger per
+    // deepstack_visual_indexes entry, its LayerNorm over the merged width (use_postshuffle_norm).
+    // Qwen3.5-35B-A3B's counts 446,571,248; Qwen3-VL-8B's 576,388,336.
     const int64_t merged = w * v.merge * v.merge;
     const int64_t block = 2 * (2 * w) + (3 * w * w + 3 * w) + (w * w + w) + (f * w + f) + (w * f + w);
+    const int64_t linears = (merged * merged + merged) + (merged * v.out + v.out);
     return (v.in_channels * v.temporal_patch * v.patch * v.patch * w + w) + v.image * w + v.depth * block + 2 * w +
-           (merged * merged + merged) + (merged * v.out + v.out);
+           linears + v.deepstack * (2 * merged + linears);
   }
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned

@@ -136,13 +136,14 @@ struct ModelSpec {
   // The vision encoder of a vision-language checkpoint (Qwen2-VL, Qwen2.5-VL, Gemma 3, Mistral 3): frozen, held in
   // the checkpoint's dtype beside the text tower, never counted in the text totals.
   struct VisionTower {
-    std::string kind;               // the checkpoint's model_type ("qwen2_vl", "qwen2_5_vl", "gemma3",
-                                    // "mistral3"); empty = none
+    std::string kind;               // the checkpoint's model_type ("qwen2_vl", "qwen2_5_vl", "qwen3_vl",
+                                    // "gemma3", "mistral3", ...); empty = none
     int64_t depth = 0, width = 0;   // ViT blocks and their width
     int64_t intermediate = 0;       // MLP width (Qwen2-VL: width x mlp_ratio)
     int64_t patch = 0, temporal_patch = 0, in_channels = 0, merge = 0;
     int64_t image = 0;              // learned positions: SigLIP (Gemma 3) the image side, Qwen3.5 their count
     bool projector_bias = false;    // Mistral 3: multimodal_projector_bias
+    int64_t deepstack = 0;          // Qwen3-VL: extra mergers fed from these ViT blocks (deepstack_visual_indexes)
     int64_t out = 0;                // the merger's (projector's) output, the text tower's width
     bool operator==(const VisionTower&) const = default;
   };

@@ -89,6 +89,10 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"qwen3_next", {151936, 2048, 5632, 48, 16, 2, 256, 32768, false, "Qwen3NextDecoderLayer"}},
       {"qwen3_5_text", {248320, 4096, 12288, 32, 16, 4, 256, 32768, false, "Qwen3_5DecoderLayer"}},
       {"qwen3_5_moe_text", {248320, 2048, 512, 40, 16, 2, 256, 32768, false, "Qwen3_5MoeDecoderLayer"}},
+      // Qwen3VLTextConfig and Qwen3VLMoeTextConfig (a Qwen3-MoE layer: 60 experts, top 4, 1408 wide
+      // by default, ReadQwenMoe). Whether the head is tied is the top-level config's to say.
+      {"qwen3_vl_text", {151936, 4096, 22016, 32, 32, 32, 128, 128000, false, "Qwen3VLTextDecoderLayer"}},
+      {"qwen3_vl_moe_text", {151936, 2048, 5632, 24, 16, 16, 0, 128000, false, "Qwen3VLMoeTextDecoderLayer"}},
   };
   return t;
 }
@@ -104,7 +108,10 @@ const std::map<std::string, std::string> kTextTowers = {
     {"kimi_k25", "kimi_k2"},
     // Qwen3.5 (Qwen3_5ForConditionalGeneration): Gated DeltaNet text towers and a ViT counted
     // apart (ReadQwen35Vision).
-    {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"}};
+    {"qwen3_5", "qwen3_5_text"}, {"qwen3_5_moe", "qwen3_5_moe_text"},
+    // Qwen3-VL (Qwen3VLForConditionalGeneration, Qwen3VLMoeForConditionalGeneration): Qwen3 and
+    // Qwen3-MoE text towers, the Qwen3.5 ViT with deepstack mergers (ReadQwen35Vision).
+    {"qwen3_vl", "qwen3_vl_text"}, {"qwen3_vl_moe", "qwen3_vl_moe_text"}};
 
 // Model types whose configs carry another family's keys and modules under their own name.
 // Kimi K2 is DeepSeek-V3's architecture (384 routed experts, 64 heads); Moonshot names it
@@ -728,7 +735,8 @@ Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
 
 // Qwen3.5's ViT (transformers Qwen3_5VisionModel, Qwen3-VL's): a biased Conv3d patch embedding,
 // num_position_embeddings learned positions, LayerNorm blocks with biased qkv, proj, fc1 and
-// fc2, and a merger of a LayerNorm and two biased Linears to the text width.
+// fc2, and a merger of a LayerNorm and two biased Linears to the text width. Qwen3-VL
+// (Qwen3VLVisionModel) adds a merger per deepstack_visual_indexes entry, default (8, 16, 24).
 Status ReadQwen35Vision(const Document& doc, const YAML::Node& cfg, ModelSpec::VisionTower& v, const std::string& kind) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
   const Reader r{doc, cfg};
@@ -742,6 +750,13 @@ Status ReadQwen35Vision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
   SP_ASSIGN_OR_RETURN(v.merge, r.Int("spatial_merge_size", 2, 1, 16));
   SP_ASSIGN_OR_RETURN(v.out, r.Int("out_hidden_size", 3584, 1, kMaxVisionWidth));
   SP_ASSIGN_OR_RETURN(v.image, r.Int("num_position_embeddings", 2304, 1, 1 << 20));
+  if (kind == "qwen3_vl" || kind == "qwen3_vl_moe") {
+    v.deepstack = 3;
+    if (r.Has("deepstack_visual_indexes")) {
+      SP_ASSIGN_OR_RETURN(std::vector<int64_t> taps, ReadLayerList(r, "deepstack_visual_indexes", 0));
+      v.deepstack = static_cast<int64_t>(taps.size());
+    }
+  }
   return Status::Ok();
 }
 
@@ -786,7 +801,8 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
     m.gelu = true;
     m.qkv_bias = m.o_bias = m.mlp_bias = true;
   }
-  if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") m.qk_norm = true;
+  if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text" || type == "qwen3_vl_text" || type == "qwen3_vl_moe_text")
+    m.qk_norm = true;
   if (type == "gemma2" || type == "gemma3_text") {
     m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
     m.gelu = true;
@@ -1056,7 +1072,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     if (const YAML::Node vc = root["vision_config"]; vc.IsDefined() && !vc.IsNull()) {
       if (*type == "gemma3") SP_RETURN_IF_ERROR(ReadSiglipVision(doc, vc, vision));
       if (*type == "mistral3") SP_RETURN_IF_ERROR(ReadPixtralVision(doc, root, vision));
-      if (*type == "qwen3_5" || *type == "qwen3_5_moe") SP_RETURN_IF_ERROR(ReadQwen35Vision(doc, vc, vision, *type));
+      if (*type == "qwen3_5" || *type == "qwen3_5_moe" || *type == "qwen3_vl" || *type == "qwen3_vl_moe")
+        SP_RETURN_IF_ERROR(ReadQwen35Vision(doc, vc, vision, *type));
     }
     YAML::Node text = node["text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
@@ -1169,6 +1186,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("shared_expert_intermediate_size", 5632, 1, kMaxDim));
   } else if (*type == "qwen3_moe") {
     SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 128, 8, 768));
+  } else if (*type == "qwen3_vl_moe_text") {
+    SP_RETURN_IF_ERROR(ReadQwenMoe(r, m, 60, 4, 1408));
   } else if (*type == "deepseek_v3" || *type == "deepseek_v2") {
     SP_RETURN_IF_ERROR(ReadDeepseek(r, m, *type == "deepseek_v2"));
   } else if (*type == "deepseek_v32" || *type == "glm_moe_dsa") {
@@ -1214,6 +1233,12 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
+  // Qwen3.5 and Qwen3-VL tie the head as the top-level config says (transformers reads the
+  // composite config's tie_word_embeddings, default false), whatever text_config holds.
+  if (wrapper == "qwen3_5" || wrapper == "qwen3_5_moe" || wrapper == "qwen3_vl" || wrapper == "qwen3_vl_moe") {
+    Reader top{doc, root};
+    SP_ASSIGN_OR_RETURN(m.tied_embeddings, top.Bool("tie_word_embeddings", false));
+  }
   // The VLM's own decoder-layer class, which FSDP's auto-wrap policy must name.
   if (wrapper == "qwen2_vl") m.decoder_layer_class = "Qwen2VLDecoderLayer";
   if (wrapper == "qwen2_5_vl") m.decoder_layer_class = "Qwen2_5_VLDecoderLayer";

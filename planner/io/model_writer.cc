@@ -111,7 +111,9 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
 
 std::string ModelToYaml(const ModelSpec& m, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
-  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3" || m.vision.kind == "qwen3_5" || m.vision.kind == "qwen3_5_moe") {
+  const std::string& kind = m.vision.kind;
+  const bool qwen_vit = kind == "qwen3_5" || kind == "qwen3_5_moe" || kind == "qwen3_vl" || kind == "qwen3_vl_moe";
+  if (kind == "gemma3" || kind == "mistral3" || qwen_vit) {
     // Gemma 3 and Mistral 3 nest their text tower in text_config, beside vision_config and,
     // at the top, quantization_config (and Mistral 3's projector settings).
     ModelSpec text = m;
@@ -124,12 +126,18 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       g << pad << "spatial_merge_size: " << v.merge << "\n" << pad << "multimodal_projector_bias: "
         << (v.projector_bias ? "true" : "false") << "\n";
     const std::string in = pad + "  ";
-    if (v.kind == "qwen3_5" || v.kind == "qwen3_5_moe") {
+    if (qwen_vit) {  // the head's tie is the top level's to say
+      g << pad << "tie_word_embeddings: " << (m.tied_embeddings ? "true" : "false") << "\n";
       g << pad << "vision_config:\n" << in << "depth: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in
         << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
         << "temporal_patch_size: " << v.temporal_patch << "\n" << in << "in_channels: " << v.in_channels << "\n" << in
         << "spatial_merge_size: " << v.merge << "\n" << in << "out_hidden_size: " << v.out << "\n" << in
         << "num_position_embeddings: " << v.image << "\n";
+      if (kind == "qwen3_vl" || kind == "qwen3_vl_moe") {
+        g << in << "deepstack_visual_indexes: [";
+        for (int64_t i = 0; i < v.deepstack; ++i) g << (i ? ", " : "") << i;  // only their number counts
+        g << "]\n";
+      }
       if (m.quant.quantized()) Quantization(g, pad, m.quant);
       return g.str();
     }
@@ -235,7 +243,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   if (t == "mixtral" || t == "gpt_oss") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
-  } else if (t == "qwen2_moe" || t == "qwen3_moe") {
+  } else if (t == "qwen2_moe" || t == "qwen3_moe" || t == "qwen3_vl_moe_text") {
     o.Key("num_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
     o.Key("moe_intermediate_size", m.expert_intermediate);

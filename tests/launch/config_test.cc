@@ -235,6 +235,16 @@ TEST(MegatronArgsTest, GatedDeltaNetRefused) {
   EXPECT_THAT(MegatronFlags(p, Shape(p)).status().message(), HasSubstr("Gated DeltaNet models (qwen3_next) are not emitted"));
 }
 
+// pretrain_gpt.py builds no vision encoder: a VLM's arguments say they cover the text tower.
+TEST(MegatronArgsTest, VisionLanguageModelSaysTextTowerOnly) {
+  Plan p = TpPpZero1MultiNode();
+  p.model.vision.kind = "qwen3_vl";
+  StatusOr<Emitted> args = MegatronArgs(p, Shape(p));
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  ASSERT_EQ(args->notes.size(), 1u);
+  EXPECT_THAT(args->notes[0], HasSubstr("text tower only; qwen3_vl's vision encoder"));
+}
+
 TEST(MegatronArgsTest, UnevenStagesAndRejectedZero) {
   Plan p = TpPpZero1MultiNode();
   p.model.layers = 79;  // 40 + 39: Megatron needs the first stage's size

@@ -533,6 +533,67 @@ TEST(Families, GatedDeltaNetHybrids) {
   for (const ModelSpec& m : {*next, *q35}) ExpectReadsBack(m);
 }
 
+// Qwen3-VL (transformers modeling_qwen3_vl.py, modeling_qwen3_vl_moe.py): Qwen3 and Qwen3-MoE
+// text towers and Qwen3.5's ViT with one more merger per deepstack_visual_indexes entry. On the
+// meta device transformers counts Qwen3-VL-8B-Instruct at 8,767,123,696, 576,388,336 of them in
+// model.visual, and Qwen3-VL-30B-A3B-Instruct at 31,070,754,032 with 538,631,408. The head is tied
+// as the top-level config says, whatever text_config holds (a 2B-shaped config: 2,127,532,032
+// tied; with the top level false and text_config true, 2,438,696,960).
+TEST(Families, Qwen3VisionLanguage) {
+  auto dense = FromJson(R"({"architectures":["Qwen3VLForConditionalGeneration"],"image_token_id":151655,"model_type":"qwen3_vl",
+    "text_config":{"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,"dtype":"bfloat16",
+    "eos_token_id":151645,"head_dim":128,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,
+    "intermediate_size":12288,"max_position_embeddings":262144,"model_type":"qwen3_vl_text","num_attention_heads":32,
+    "num_hidden_layers":36,"num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":{"mrope_interleaved":true,
+    "mrope_section":[24,20,20],"rope_type":"default"},"rope_theta":5000000,"use_cache":true,"vocab_size":151936},
+    "tie_word_embeddings":false,"video_token_id":151656,"vision_config":{"deepstack_visual_indexes":[8,16,24],"depth":27,
+    "hidden_act":"gelu_pytorch_tanh","hidden_size":1152,"in_channels":3,"initializer_range":0.02,"intermediate_size":4304,
+    "model_type":"qwen3_vl","num_heads":16,"num_position_embeddings":2304,"out_hidden_size":4096,"patch_size":16,
+    "spatial_merge_size":2,"temporal_patch_size":2},"vision_end_token_id":151653,"vision_start_token_id":151652})");
+  ASSERT_TRUE(dense.ok()) << dense.status().message();
+  EXPECT_EQ(dense->model_type, "qwen3_vl_text");
+  EXPECT_EQ(dense->decoder_layer_class, "Qwen3VLTextDecoderLayer");
+  EXPECT_TRUE(dense->qk_norm);
+  EXPECT_EQ(dense->vision.deepstack, 3);
+  EXPECT_EQ(CountParams(*dense).total, 8'767'123'696 - 576'388'336);
+  EXPECT_EQ(CountParams(*dense).vision, 576'388'336);
+  auto moe = FromJson(R"({"architectures":["Qwen3VLMoeForConditionalGeneration"],"image_token_id":151655,"model_type":"qwen3_vl_moe",
+    "text_config":{"attention_bias":false,"decoder_sparse_step":1,"head_dim":128,"hidden_size":2048,
+    "intermediate_size":6144,"max_position_embeddings":262144,"mlp_only_layers":[],"model_type":"qwen3_vl_moe_text",
+    "moe_intermediate_size":768,"norm_topk_prob":true,"num_attention_heads":32,"num_experts":128,"num_experts_per_tok":8,
+    "num_hidden_layers":48,"num_key_value_heads":4,"rms_norm_eps":1e-06,"rope_scaling":{"mrope_interleaved":true,
+    "mrope_section":[24,20,20],"rope_type":"default"},"rope_theta":5000000,"vocab_size":151936,"dtype":"bfloat16"},
+    "tie_word_embeddings":false,"video_token_id":151656,"vision_config":{"deepstack_visual_indexes":[8,16,24],"depth":27,
+    "hidden_act":"gelu_pytorch_tanh","hidden_size":1152,"in_channels":3,"intermediate_size":4304,
+    "model_type":"qwen3_vl_moe","num_heads":16,"num_position_embeddings":2304,"out_hidden_size":2048,"patch_size":16,
+    "spatial_merge_size":2,"temporal_patch_size":2},"vision_end_token_id":151653,"vision_start_token_id":151652})");
+  ASSERT_TRUE(moe.ok()) << moe.status().message();
+  EXPECT_EQ(moe->decoder_layer_class, "Qwen3VLMoeTextDecoderLayer");
+  EXPECT_EQ(moe->moe_layer_count(), 48);
+  EXPECT_EQ(CountParams(*moe).total, 31'070'754'032 - 538'631'408);
+  EXPECT_EQ(CountParams(*moe).vision, 538'631'408);
+  EXPECT_EQ(CountParams(*moe).active, CountParams(*moe).total - CountParams(*moe).experts + 48 * 8 * 3 * 2048LL * 768);
+  const std::string small = R"({"model_type":"qwen3_vl","tie_word_embeddings":TOP,"text_config":{"model_type":"qwen3_vl_text",
+    "hidden_size":2048,"intermediate_size":6144,"num_hidden_layers":28,"num_attention_heads":16,"num_key_value_heads":8,
+    "head_dim":128,"vocab_size":151936,"tie_word_embeddings":TEXT},"vision_config":{"depth":24,"hidden_size":1024,
+    "intermediate_size":4096,"out_hidden_size":2048,"deepstack_visual_indexes":[5,11,17]}})";
+  auto with = [&](const char* top, const char* text) {
+    std::string j = small;
+    j.replace(j.find("TOP"), 3, top);
+    j.replace(j.find("TEXT"), 4, text);
+    return FromJson(j);
+  };
+  auto tied = with("true", "true"), untied = with("false", "true"), top_tied = with("true", "false");
+  ASSERT_TRUE(tied.ok() && untied.ok() && top_tied.ok());
+  EXPECT_EQ(CountParams(*tied).total + CountParams(*tied).vision, 2'127'532'032);
+  EXPECT_EQ(CountParams(*untied).total + CountParams(*untied).vision, 2'438'696'960);
+  EXPECT_TRUE(top_tied->tied_embeddings);
+  auto bad = FromJson(R"({"model_type":"qwen3_vl","vision_config":{"deepstack_visual_indexes":[8,"x"]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("got \"x\""), std::string::npos) << bad.status().message();
+  for (const ModelSpec& m : {*dense, *moe, *tied, *untied}) ExpectReadsBack(m);
+}
+
 // Qwen2-VL, Qwen2.5-VL, Gemma 3 and Mistral 3 (transformers modeling_qwen2_vl.py,
 // modeling_qwen2_5_vl.py, modeling_gemma3.py, modeling_mistral3.py): a
 // qwen2 text tower and a ViT whose parameters are counted apart. On the meta device
