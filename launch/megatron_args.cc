@@ -121,6 +121,10 @@ Status Check(const Plan& plan) {
   if (plan.model.linear.delta)
     return Status::BadInput("Megatron-LM: arguments for Gated DeltaNet models (" + plan.model.model_type +
                             ") are not emitted; use --format torchtitan, accelerate or deepspeed");
+  if (plan.model.is_hybrid() && plan.model.model_type != "nemotron_h")
+    return Status::BadInput("Megatron-LM: arguments for " + plan.model.model_type +
+                            " hybrids (a Mamba-2 or attention mixer and an MLP or MoE in each layer) are not emitted; "
+                            "use --format torchtitan, accelerate or deepspeed");
   if (plan.workload.lora_like())
     return Status::BadInput("Megatron-LM: pretrain_gpt.py has no LoRA; use --format accelerate or deepspeed");
   if (l.zero >= 2)

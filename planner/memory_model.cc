@@ -20,11 +20,12 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
   if (m.is_hybrid()) {
     // A hybrid layer holds the projections of its mixer -- a linear mixer's in_proj (Qwen's
     // split in_proj_qkvz and in_proj_ba, or Qwen3.5's four) and out_proj, or attention's q/k/v/o,
-    // q_proj doubled by an output gate -- and of its MLP's up/down (gate/up/down when gated; an
-    // MoE block's shared expert, whose routed experts are 3-D parameters, not Linear modules,
-    // which peft does not wrap).
+    // q_proj doubled by an output gate -- and of its MLP's up/down (gate/up/down when gated,
+    // Granite's fused input_linear and output_linear; an MoE block's shared expert, whose routed
+    // experts are 3-D parameters, not Linear modules, which peft does not wrap).
     const int64_t q_out = m.attention_gate ? 2 * q : q;
     const int64_t up = m.is_moe_layer(layer) ? m.shared_intermediate : m.intermediate;
+    const bool fused_ffn = m.model_type == "granitemoehybrid";
     for (const std::string& t : lora.targets) {
       const bool all = t == "all-linear";
       if (m.has_linear_mixer(layer)) {
@@ -48,7 +49,10 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
         if (all || t == "v_proj") sum += h + kv;
         if (all || t == "o_proj") sum += q + h;
       }
-      if (m.has_ffn(layer) && up > 0) {
+      if (m.has_ffn(layer) && up > 0 && fused_ffn) {  // Granite's shared MLP: input_linear gives gate and up
+        if (all || t == "input_linear") sum += h + 2 * up;
+        if (all || t == "output_linear") sum += up + h;
+      } else if (m.has_ffn(layer) && up > 0) {
         if ((all || t == "gate_proj") && m.mlp == MlpKind::kGated) sum += h + up;
         if (all || t == "up_proj") sum += h + up;
         if (all || t == "down_proj") sum += up + h;

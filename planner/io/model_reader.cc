@@ -89,6 +89,14 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"qwen3_next", {151936, 2048, 5632, 48, 16, 2, 256, 32768, false, "Qwen3NextDecoderLayer"}},
       {"qwen3_5_text", {248320, 4096, 12288, 32, 16, 4, 256, 32768, false, "Qwen3_5DecoderLayer"}},
       {"qwen3_5_moe_text", {248320, 2048, 512, 40, 16, 2, 256, 32768, false, "Qwen3_5MoeDecoderLayer"}},
+      // GraniteMoeConfig (Granite 3.0 MoE), GraniteMoeSharedConfig (Granite 3.1 MoE, a shared
+      // MLP beside the experts) and GraniteMoeHybridConfig (Granite 4.0, ReadGraniteHybrid):
+      // intermediate_size is the expert's.
+      {"granitemoe", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeDecoderLayer"}},
+      {"granitemoeshared", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeSharedDecoderLayer"}},
+      {"granitemoehybrid", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeHybridDecoderLayer"}},
+      // BambaConfig (Bamba-9B's widths).
+      {"bamba", {128000, 4096, 14336, 32, 32, 8, 0, 262144, false, "BambaDecoderLayer"}},
       // Qwen3VLTextConfig and Qwen3VLMoeTextConfig (a Qwen3-MoE layer: 60 experts, top 4, 1408 wide
       // by default, ReadQwenMoe). Whether the head is tied is the top-level config's to say.
       {"qwen3_vl_text", {151936, 4096, 22016, 32, 32, 32, 128, 128000, false, "Qwen3VLTextDecoderLayer"}},
@@ -142,7 +150,10 @@ const std::vector<std::string> kCommonKeys = {
     "num_kv_heads", "n_head_kv", "new_decoder_architecture", "multi_query", "parallel_attn", "bias",
     "num_layers", "padded_vocab_size", "kv_channels", "multi_query_attention", "multi_query_group_num",
     "seq_length", "add_bias_linear", "add_qkv_bias", "rmsnorm", "post_layer_norm",
-    "num_ln_in_parallel_attn", "alibi", "attn_config", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale"};
+    "num_ln_in_parallel_attn", "alibi", "attn_config", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale",
+    "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_chunk_size",
+    "mamba_conv_bias", "shared_intermediate_size", "position_embedding_type", "embedding_multiplier",
+    "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices"};
 
 struct Reader {
   const Document& doc;
@@ -316,11 +327,26 @@ Status ReadGlm4Moe(const Reader& r, ModelSpec& m) {
 }
 
 // A linear mixer's widths under its family's keys (LinearMixerKeysOf); the groups must divide
-// the heads, and the widths stay within a real model's.
-Status ReadLinearMixerWidths(const Reader& r, ModelSpec::LinearMixer& x) {
-  const LinearMixerKeys& k = LinearMixerKeysOf(x.delta);
+// the heads, and the widths stay within a real model's. `auto_inner` > 0: the head width may be
+// "auto" (or absent), auto_inner / heads, and heads x head width must equal auto_inner
+// (GraniteMoeHybridConfig.validate_architecture).
+Status ReadLinearMixerWidths(const Reader& r, const std::string& type, ModelSpec::LinearMixer& x, int64_t auto_inner = 0) {
+  const LinearMixerKeys& k = LinearMixerKeysOf(type);
   SP_ASSIGN_OR_RETURN(x.heads, r.Int(k.heads.name, k.heads.fallback, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(x.head_dim, r.Int(k.head_dim.name, k.head_dim.fallback, 1, 1 << 16));
+  const YAML::Node hd = r.node[k.head_dim.name];
+  if (auto_inner > 0 && (!r.Has(k.head_dim.name) || (hd.IsScalar() && hd.Scalar() == "auto"))) {
+    if (auto_inner % x.heads != 0)
+      return r.doc.ErrorAt(r.node[k.heads.name].IsDefined() ? r.node[k.heads.name] : r.node,
+                           std::string(k.heads.name) + " (" + std::to_string(x.heads) + ") must divide the Mamba width (" +
+                               std::to_string(auto_inner) + ", mamba_expand x hidden_size)");
+    x.head_dim = auto_inner / x.heads;
+  } else {
+    SP_ASSIGN_OR_RETURN(x.head_dim, r.Int(k.head_dim.name, k.head_dim.fallback, 1, 1 << 16));
+  }
+  if (auto_inner > 0 && x.inner() != auto_inner)
+    return r.doc.ErrorAt(r.node[k.head_dim.name].IsDefined() ? r.node[k.head_dim.name] : r.node,
+                         std::string(k.heads.name) + " x " + k.head_dim.name + " (" + std::to_string(x.inner()) +
+                             ") must equal mamba_expand x hidden_size (" + std::to_string(auto_inner) + ")");
   SP_ASSIGN_OR_RETURN(x.groups, r.Int(k.groups.name, k.groups.fallback, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(x.state, r.Int(k.state.name, k.state.fallback, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(x.conv_kernel, r.Int(k.conv_kernel.name, k.conv_kernel.fallback, 1, 1 << 10));
@@ -382,7 +408,7 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   m.mlp = MlpKind::kPlain;  // relu2
   m.norms_per_layer = 1;
   ModelSpec::LinearMixer& x = m.linear;
-  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, x));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, "nemotron_h", x));
   SP_ASSIGN_OR_RETURN(x.chunk, r.Int("chunk_size", 128, 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("use_conv_bias", true));
   SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("use_bias", false));
@@ -406,6 +432,64 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   m.router_bias = true;
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = m.hybrid[static_cast<size_t>(l)] == 'E';
+  return Status::Ok();
+}
+
+// IBM Granite 4.0 hybrids (transformers configuration_granitemoehybrid.py,
+// modeling_granitemoehybrid.py): each layer's token mixer is a Mamba-2 block ('G') or attention
+// ('A'), as layer_types lists them ("mamba" / "linear_attention", "attention" /
+// "full_attention"; absent: all Mamba), followed by the FFN behind two RMSNorms:
+// num_local_experts experts of intermediate_size (fused gate_up and down, a bias-free router)
+// beside a shared SwiGLU MLP of shared_intermediate_size, or that MLP alone when
+// num_local_experts is 0 (H-Micro). attention_bias (read with the common keys) biases q, k,
+// v and o; "nope" attention has no RoPE, which holds no parameters either way. The Mamba-2 mixer is
+// mamba_n_heads x mamba_d_head wide, which must be mamba_expand x hidden_size ("auto" derives
+// the head width), with mamba_n_groups groups of mamba_d_state, mamba_d_conv taps and
+// projections biased under mamba_proj_bias. Granite-4.0-H-Small counts 32,207,337,984.
+// IBM's Bamba (configuration_bamba.py, modeling_bamba.py) is the same layer with a dense SwiGLU
+// MLP of intermediate_size, its attention layers listed by attn_layer_indices.
+Status ReadGraniteHybrid(const Reader& r, const std::string& type, ModelSpec& m) {
+  const char* key = r.Has("layer_types") ? "layer_types" : "layers_block_type";
+  const YAML::Node types = r.node[key];
+  if (type == "bamba") {
+    SP_ASSIGN_OR_RETURN(std::vector<int64_t> attn, ReadLayerList(r, "attn_layer_indices", m.layers));
+    m.hybrid.assign(static_cast<size_t>(m.layers), 'G');
+    for (int64_t l : attn) m.hybrid[static_cast<size_t>(l)] = 'A';
+  } else if (types.IsDefined() && !types.IsNull()) {
+    if (!types.IsSequence() || static_cast<int64_t>(types.size()) != m.layers)
+      return r.doc.ErrorAt(types, std::string(key) + ": expected a list of num_hidden_layers (" + std::to_string(m.layers) +
+                                      ") entries, \"mamba\" or \"attention\"");
+    for (const auto& t : types) {
+      const std::string name = t.IsScalar() ? t.Scalar() : "";
+      const bool mamba = name == "mamba" || name == "linear_attention";
+      if (!mamba && name != "attention" && name != "full_attention")
+        return r.doc.ErrorAt(t, std::string(key) + ": expected \"mamba\" or \"attention\" (or \"linear_attention\", "
+                                "\"full_attention\"), got \"" + name + "\"");
+      m.hybrid.push_back(mamba ? 'G' : 'A');
+    }
+  } else {
+    m.hybrid.assign(static_cast<size_t>(m.layers), 'G');  // GraniteMoeHybridConfig's default
+  }
+  ModelSpec::LinearMixer& x = m.linear;
+  SP_ASSIGN_OR_RETURN(int64_t expand, r.Int("mamba_expand", 2, 1, 64));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, type, x, expand * m.hidden));
+  SP_ASSIGN_OR_RETURN(x.chunk, r.Int("mamba_chunk_size", 256, 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("mamba_conv_bias", true));
+  SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("mamba_proj_bias", false));
+  if (m.hybrid.find('G') == std::string::npos) m.linear = {};
+  if (type == "bamba") return Status::Ok();  // the dense MLP of intermediate_size
+  SP_ASSIGN_OR_RETURN(int64_t shared, r.Int("shared_intermediate_size", 1024, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t experts, r.Int("num_local_experts", 8, 0, 1 << 16));
+  if (experts == 0) {  // the shared MLP is the layer's dense MLP
+    m.intermediate = shared;
+    return Status::Ok();
+  }
+  m.experts = experts;
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, experts));
+  m.expert_intermediate = m.intermediate;
+  m.shared_experts = 1;
+  m.shared_intermediate = shared;
+  MarkAllMoe(m);
   return Status::Ok();
 }
 
@@ -440,7 +524,7 @@ Status ReadGatedDeltaNetHybrid(const Reader& r, const std::string& type, ModelSp
   SP_ASSIGN_OR_RETURN(m.attention_gate, r.Bool("attn_output_gate", true));
   ModelSpec::LinearMixer& x = m.linear;
   x.delta = true;
-  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, x));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, type, x));
   x.chunk = 64;
   x.conv_bias = false;
   x.ssm_cache = m.dtype;  // vLLM keeps the DeltaNet state in the model's dtype unless told otherwise
@@ -874,13 +958,18 @@ const char* MptAttnImplName(AttentionImpl impl) {
   return nullptr;
 }
 
-const LinearMixerKeys& LinearMixerKeysOf(bool delta) {
+const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type) {
   static const LinearMixerKeys kMamba{{"mamba_num_heads", 128}, {"mamba_head_dim", 64}, {"n_groups", 8},
                                       {"ssm_state_size", 128}, {"conv_kernel", 4}};
+  // GraniteMoeHybridConfig; its mamba_d_head defaults to "auto" (ReadGraniteHybrid).
+  static const LinearMixerKeys kGranite{{"mamba_n_heads", 128}, {"mamba_d_head", 0}, {"mamba_n_groups", 1},
+                                        {"mamba_d_state", 256}, {"mamba_d_conv", 4}};
   static const LinearMixerKeys kDelta{{"linear_num_value_heads", 32}, {"linear_value_head_dim", 128},
                                       {"linear_num_key_heads", 16}, {"linear_key_head_dim", 128},
                                       {"linear_conv_kernel_dim", 4}};
-  return delta ? kDelta : kMamba;
+  if (model_type == "nemotron_h") return kMamba;
+  if (model_type == "granitemoehybrid" || model_type == "bamba") return kGranite;
+  return kDelta;
 }
 
 Status ValidateModel(const ModelSpec& m) {
@@ -1219,6 +1308,21 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
   } else if (*type == "nemotron_h") {
     SP_RETURN_IF_ERROR(ReadNemotronH(r, m));
+  } else if (*type == "granitemoehybrid" || *type == "bamba") {
+    SP_RETURN_IF_ERROR(ReadGraniteHybrid(r, *type, m));
+  } else if (*type == "granitemoe" || *type == "granitemoeshared") {
+    // transformers modeling_granitemoe.py / modeling_granitemoeshared.py: every layer an MoE of
+    // num_local_experts SwiGLU experts of intermediate_size (fused input/output_linear) and a
+    // bias-free router; q, k, v and o biased under attention_bias (the common keys). Granite 3.1's MoE adds a
+    // shared MLP of shared_intermediate_size (none when 0, its default).
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 8, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, m.experts));
+    m.expert_intermediate = m.intermediate;
+    if (*type == "granitemoeshared") {
+      SP_ASSIGN_OR_RETURN(m.shared_intermediate, r.Int("shared_intermediate_size", 0, 0, kMaxDim));
+      m.shared_experts = m.shared_intermediate > 0 ? 1 : 0;
+    }
+    MarkAllMoe(m);
   } else if (*type == "qwen3_next" || *type == "qwen3_5_text" || *type == "qwen3_5_moe_text") {
     SP_RETURN_IF_ERROR(ReadGatedDeltaNetHybrid(r, *type, m));
   }

@@ -27,7 +27,7 @@ const char* MptAttnImplName(AttentionImpl impl);
 StatusOr<ModelSpec> LoadModel(const std::string& ref);
 
 // The config keys of a linear mixer's widths and transformers' defaults for them: Mamba-2's
-// (NemotronHConfig) or the Gated DeltaNet's (Qwen3NextConfig). The reader and the writer share
+// (NemotronHConfig, GraniteMoeHybridConfig) or the Gated DeltaNet's (Qwen3NextConfig). The reader and the writer share
 // them, so a plan's model section reads back to the same widths.
 struct LinearMixerKey {
   const char* name;
@@ -36,7 +36,9 @@ struct LinearMixerKey {
 struct LinearMixerKeys {
   LinearMixerKey heads, head_dim, groups, state, conv_kernel;
 };
-const LinearMixerKeys& LinearMixerKeysOf(bool delta);
+// By model_type: nemotron_h's Mamba-2 keys, granitemoehybrid's and bamba's (mamba_n_heads, ...), else the
+// Gated DeltaNet's.
+const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type);
 
 // Checks sizes a real model can have; the error names the key.
 Status ValidateModel(const ModelSpec& m);

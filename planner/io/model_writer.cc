@@ -55,8 +55,8 @@ std::string LayerList(const ModelSpec& m, bool moe) {
 }
 
 // A linear mixer's widths under the reader's keys for its family.
-void LinearMixerWidths(Out& o, const ModelSpec::LinearMixer& x) {
-  const LinearMixerKeys& k = LinearMixerKeysOf(x.delta);
+void LinearMixerWidths(Out& o, const std::string& model_type, const ModelSpec::LinearMixer& x) {
+  const LinearMixerKeys& k = LinearMixerKeysOf(model_type);
   o.Key(k.heads.name, x.heads);
   o.Key(k.head_dim.name, x.head_dim);
   o.Key(k.groups.name, x.groups);
@@ -302,7 +302,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");
     const ModelSpec::LinearMixer& x = m.linear;
     if (x.heads > 0) {
-      LinearMixerWidths(o, x);
+      LinearMixerWidths(o, t, x);
       o.Key("chunk_size", x.chunk);
       o.Bool("use_conv_bias", x.conv_bias);
       o.Bool("use_bias", x.proj_bias);
@@ -322,7 +322,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "full_attention" : "linear_attention");
     o.Key("layer_types", types + "]");
     o.Bool("attn_output_gate", m.attention_gate);
-    if (m.linear.heads > 0) LinearMixerWidths(o, m.linear);
+    if (m.linear.heads > 0) LinearMixerWidths(o, t, m.linear);
     if (m.is_moe()) {
       o.Key("num_experts", m.experts);
       o.Key("num_experts_per_tok", m.experts_per_token);
@@ -330,6 +330,40 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("shared_expert_intermediate_size", m.shared_intermediate);
       if (t == "qwen3_next") MoeLayers(o, m);
     }
+  }
+  if (t == "granitemoehybrid" || t == "bamba") {
+    if (t == "bamba") {
+      std::string attn = "[";
+      for (size_t l = 0; l < m.hybrid.size(); ++l)
+        if (m.hybrid[l] == 'A') attn += (attn.size() > 1 ? ", " : "") + std::to_string(l);
+      o.Key("attn_layer_indices", attn + "]");
+    } else {
+      std::string types = "[";
+      for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "attention" : "mamba");
+      o.Key("layer_types", types + "]");
+    }
+    const ModelSpec::LinearMixer& x = m.linear;
+    if (x.heads > 0) {
+      LinearMixerWidths(o, t, x);
+      o.Key("mamba_expand", x.inner() / m.hidden);  // the reader holds the width to mamba_expand x hidden_size
+      o.Key("mamba_chunk_size", x.chunk);
+      o.Bool("mamba_conv_bias", x.conv_bias);
+      o.Bool("mamba_proj_bias", x.proj_bias);
+    } else {  // no Mamba layer: any widths transformers' check accepts
+      o.Key("mamba_n_heads", 1);
+      o.Key("mamba_d_head", m.hidden);
+      o.Key("mamba_expand", 1);
+    }
+    if (t == "granitemoehybrid") {
+      o.Key("num_local_experts", m.experts);
+      if (m.is_moe()) o.Key("num_experts_per_tok", m.experts_per_token);
+      o.Key("shared_intermediate_size", m.is_moe() ? m.shared_intermediate : m.intermediate);
+    }
+  }
+  if (t == "granitemoe" || t == "granitemoeshared") {
+    o.Key("num_local_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    if (t == "granitemoeshared") o.Key("shared_intermediate_size", m.shared_intermediate);
   }
   if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);
   if (t == "llama4_text") {

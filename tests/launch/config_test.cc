@@ -233,6 +233,11 @@ TEST(MegatronArgsTest, GatedDeltaNetRefused) {
   p.model.linear.heads = 32;
   p.model.model_type = "qwen3_next";
   EXPECT_THAT(MegatronFlags(p, Shape(p)).status().message(), HasSubstr("Gated DeltaNet models (qwen3_next) are not emitted"));
+  // Granite 4.0's layers pair a Mamba-2 or attention mixer with an FFN, which this writer does not spell.
+  p.model.linear.delta = false;
+  p.model.model_type = "granitemoehybrid";
+  p.model.hybrid = std::string(static_cast<size_t>(p.model.layers), 'G');
+  EXPECT_THAT(MegatronFlags(p, Shape(p)).status().message(), HasSubstr("granitemoehybrid hybrids"));
 }
 
 // pretrain_gpt.py builds no vision encoder: a VLM's arguments say they cover the text tower.

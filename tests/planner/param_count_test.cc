@@ -533,6 +533,94 @@ TEST(Families, GatedDeltaNetHybrids) {
   for (const ModelSpec& m : {*next, *q35}) ExpectReadsBack(m);
 }
 
+// IBM Granite 4.0 hybrids (transformers modeling_granitemoehybrid.py): a Mamba-2 or attention
+// mixer and an MoE beside a shared MLP in every layer. On the meta device transformers counts a
+// Granite-4.0-H-Small config (36 Mamba and 4 attention layers, 72 experts of 768, top 10, a shared
+// MLP of 1,536) at 32,207,337,984: Mamba mixers 3,682,331,136, experts 27,179,089,920, shared
+// MLPs 754,974,720, routers 11,796,480, attention 167,772,160, norms 331,776, a tied 100,352 x
+// 4,096 embedding. An H-Micro-shaped dense hybrid (no experts: the shared MLP of 8,192 alone)
+// counts 3,191,396,096; a small one with biased projections, two groups and an untied head
+// 170,525,376. Granite 3.0's MoE (granite-3.0-1b-a400m's shape) 1,334,628,352 and Granite 3.1's
+// with a shared MLP of 1,024, biased attention and an untied head 1,460,534,272.
+TEST(Families, GraniteHybridBambaAndMoe) {
+  auto small = FromJson(R"({"architectures":["GraniteMoeHybridForCausalLM"],"model_type":"granitemoehybrid","hidden_size":4096,
+    "num_hidden_layers":40,"num_attention_heads":32,"num_key_value_heads":8,"num_local_experts":72,
+    "num_experts_per_tok":10,"shared_intermediate_size":1536,"intermediate_size":768,"mamba_d_state":128,"mamba_d_conv":4,
+    "mamba_expand":2,"mamba_n_heads":128,"mamba_d_head":64,"mamba_n_groups":1,"mamba_conv_bias":true,
+    "mamba_proj_bias":false,"mamba_chunk_size":256,"tie_word_embeddings":true,"vocab_size":100352,"torch_dtype":"bfloat16",
+    "position_embedding_type":"nope","layer_types":["mamba","mamba","mamba","mamba","mamba","attention","mamba","mamba",
+    "mamba","mamba","mamba","mamba","mamba","mamba","mamba","attention","mamba","mamba","mamba","mamba","mamba","mamba",
+    "mamba","mamba","mamba","attention","mamba","mamba","mamba","mamba","mamba","mamba","mamba","mamba","mamba",
+    "attention","mamba","mamba","mamba","mamba"],"max_position_embeddings":131072,"attention_bias":false})");
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_EQ(small->hybrid.substr(0, 7), "GGGGGAG");
+  EXPECT_FALSE(small->linear.delta);
+  EXPECT_EQ(small->linear.inner(), 8192);
+  EXPECT_EQ(small->attention_layer_count(), 4);
+  const ParamCounts c = CountParams(*small);
+  EXPECT_EQ(c.total, 32'207'337'984);
+  EXPECT_EQ(c.linear_mixers, 3'682'331'136);
+  EXPECT_EQ(c.experts, 27'179'089'920);
+  EXPECT_EQ(c.shared_experts, 754'974'720);
+  EXPECT_EQ(c.router, 11'796'480);
+  EXPECT_EQ(c.attention, 167'772'160);
+  EXPECT_EQ(c.norms, 331'776);
+  EXPECT_EQ(c.active, c.total - c.experts + 40 * 10 * 3 * 4096LL * 768);
+  auto micro = FromJson(R"({"architectures":["GraniteMoeHybridForCausalLM"],"model_type":"granitemoehybrid","hidden_size":2048,
+    "num_hidden_layers":40,"num_attention_heads":32,"num_key_value_heads":8,"num_local_experts":0,"num_experts_per_tok":0,
+    "shared_intermediate_size":8192,"intermediate_size":768,"mamba_d_state":128,"mamba_d_conv":4,"mamba_expand":2,
+    "mamba_n_heads":64,"mamba_d_head":64,"mamba_n_groups":1,"mamba_conv_bias":true,"mamba_proj_bias":false,
+    "mamba_chunk_size":256,"tie_word_embeddings":true,"vocab_size":100352,"torch_dtype":"bfloat16",
+    "position_embedding_type":"nope","layer_types":["mamba","mamba","mamba","mamba","mamba","attention","mamba","mamba",
+    "mamba","mamba","mamba","mamba","mamba","mamba","mamba","attention","mamba","mamba","mamba","mamba","mamba","mamba",
+    "mamba","mamba","mamba","attention","mamba","mamba","mamba","mamba","mamba","mamba","mamba","mamba","mamba",
+    "attention","mamba","mamba","mamba","mamba"],"max_position_embeddings":131072,"attention_bias":false})");
+  ASSERT_TRUE(micro.ok()) << micro.status().message();
+  EXPECT_FALSE(micro->is_moe());
+  EXPECT_EQ(micro->intermediate, 8192);
+  EXPECT_EQ(CountParams(*micro).total, 3'191'396'096);
+  auto toy = FromJson(R"({"architectures":["GraniteMoeHybridForCausalLM"],"attention_bias":true,"hidden_act":"silu","hidden_size":512,
+    "intermediate_size":1024,"layer_types":["mamba","mamba","mamba","attention","mamba","mamba","mamba","attention"],
+    "mamba_chunk_size":256,"mamba_conv_bias":false,"mamba_d_conv":4,"mamba_d_head":128,"mamba_d_state":128,
+    "mamba_expand":2,"mamba_n_groups":2,"mamba_n_heads":8,"mamba_proj_bias":true,"max_position_embeddings":4096,
+    "model_type":"granitemoehybrid","num_attention_heads":8,"num_experts_per_tok":2,"num_hidden_layers":8,
+    "num_key_value_heads":8,"num_local_experts":8,"position_embedding_type":"nope","shared_intermediate_size":512,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16","vocab_size":49152})");
+  ASSERT_TRUE(toy.ok()) << toy.status().message();
+  EXPECT_EQ(CountParams(*toy).total, 170'525'376);
+  auto g1 = FromJson(R"({"architectures":["GraniteMoeForCausalLM"],"model_type":"granitemoe","hidden_size":1024,"num_hidden_layers":24,
+    "num_attention_heads":16,"num_key_value_heads":8,"intermediate_size":512,"num_local_experts":32,
+    "num_experts_per_tok":8,"vocab_size":49155,"tie_word_embeddings":true,"attention_bias":false,
+    "max_position_embeddings":4096,"embedding_multiplier":12.0,"logits_scaling":6.0,"residual_multiplier":0.22,
+    "attention_multiplier":0.015625})");
+  ASSERT_TRUE(g1.ok()) << g1.status().message();
+  EXPECT_EQ(CountParams(*g1).total, 1'334'628'352);
+  auto gs = FromJson(R"({"architectures":["GraniteMoeSharedForCausalLM"],"model_type":"granitemoeshared","hidden_size":1024,
+    "num_hidden_layers":24,"num_attention_heads":16,"num_key_value_heads":8,"intermediate_size":512,"num_local_experts":32,
+    "num_experts_per_tok":8,"vocab_size":49155,"tie_word_embeddings":false,"attention_bias":true,
+    "max_position_embeddings":4096,"embedding_multiplier":12.0,"logits_scaling":6.0,"residual_multiplier":0.22,
+    "attention_multiplier":0.015625,"shared_intermediate_size":1024})");
+  ASSERT_TRUE(gs.ok()) << gs.status().message();
+  EXPECT_EQ(CountParams(*gs).total, 1'460'534'272);
+  // transformers' own checks: the Mamba width is mamba_expand x hidden_size; a layer is Mamba or attention.
+  auto wide = FromJson(R"({"model_type":"granitemoehybrid","hidden_size":512,"num_hidden_layers":2,"num_attention_heads":8,
+    "mamba_n_heads":8,"mamba_d_head":100})");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_NE(wide.status().message().find("must equal mamba_expand x hidden_size (1024)"), std::string::npos) << wide.status().message();
+  auto odd = FromJson(R"({"model_type":"granitemoehybrid","hidden_size":512,"num_hidden_layers":2,"num_attention_heads":8,
+    "mamba_n_heads":8,"layer_types":["mamba","mlp"]})");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("got \"mlp\""), std::string::npos) << odd.status().message();
+  // Bamba-9B (its config.json's widths): the same layers with a dense SwiGLU MLP of 14,336 and
+  // attention in layers 9, 18 and 27; transformers counts 9,780,235,392.
+  auto bamba = FromJson(R"({"architectures":["BambaForCausalLM"],"model_type":"bamba","vocab_size":128256,"hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,"num_attention_heads":32,"num_key_value_heads":8,"attn_layer_indices":[9,18,27],"mamba_n_heads":128,"mamba_d_head":64,"mamba_d_state":128,"mamba_n_groups":1,"mamba_d_conv":4,"mamba_expand":2,"mamba_chunk_size":256,"mamba_conv_bias":true,"mamba_proj_bias":false,"tie_word_embeddings":false,"torch_dtype":"bfloat16","max_position_embeddings":4096})");
+  ASSERT_TRUE(bamba.ok()) << bamba.status().message();
+  EXPECT_EQ(bamba->hybrid.substr(8, 3), "GAG");
+  EXPECT_EQ(CountParams(*bamba).total, 9'780'235'392);
+  EXPECT_EQ(CountParams(*bamba).linear_mixers, 2'966'322'304);
+  for (const ModelSpec& m : {*small, *micro, *toy, *g1, *gs, *bamba}) ExpectReadsBack(m);
+}
+
 // Qwen3-VL (transformers modeling_qwen3_vl.py, modeling_qwen3_vl_moe.py): Qwen3 and Qwen3-MoE
 // text towers and Qwen3.5's ViT with one more merger per deepstack_visual_indexes entry. On the
 // meta device transformers counts Qwen3-VL-8B-Instruct at 8,767,123,696, 576,388,336 of them in
