@@ -151,6 +151,18 @@ int64_t VisionParams(const ModelSpec& m) {
     return (v.in_channels * v.temporal_patch * v.patch * v.patch * w + w) + v.image * w + v.depth * block + 2 * w +
            linears + v.deepstack * (2 * merged + linears);
   }
+  if (v.kind == "llava" || v.kind == "llava_next") {
+    // transformers CLIPVisionModel under LLaVA's projector: a class embedding, a bias-free patch
+    // Conv2d, (image / patch)^2 + 1 learned positions, pre- and post-LayerNorms, blocks of biased
+    // q/k/v/o and fc1/fc2 with two LayerNorms; the projector's Linear(w x feature layers, out) and
+    // Linear(out, out), biased under multimodal_projector_bias; LLaVA-NeXT's image_newline.
+    // LLaVA-1.5-7B's counts 303,507,456 + 20,979,712.
+    const int64_t side = v.patch > 0 ? v.image / v.patch : 0;
+    const int64_t block = 4 * (w * w + w) + 2 * (2 * w) + (w * f + f) + (f * w + w);
+    const int64_t tower = w + v.in_channels * v.patch * v.patch * w + (side * side + 1) * w + 2 * w + v.depth * block + 2 * w;
+    const int64_t in = w * v.feature_layers, bias = v.projector_bias ? 2 * v.out : 0;
+    return tower + in * v.out + v.out * v.out + bias + (v.kind == "llava_next" ? v.out : 0);
+  }
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
     // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o

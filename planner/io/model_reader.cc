@@ -153,7 +153,8 @@ const std::vector<std::string> kCommonKeys = {
     "num_ln_in_parallel_attn", "alibi", "attn_config", "model_max_length", "qk_layernorm", "clip_qkv", "logit_scale",
     "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_chunk_size",
     "mamba_conv_bias", "shared_intermediate_size", "position_embedding_type", "embedding_multiplier",
-    "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices"};
+    "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices", "vision_feature_layer",
+    "multimodal_projector_bias"};
 
 struct Reader {
   const Document& doc;
@@ -844,6 +845,39 @@ Status ReadQwen35Vision(const Document& doc, const YAML::Node& cfg, ModelSpec::V
   return Status::Ok();
 }
 
+// LLaVA's and LLaVA-NeXT's CLIP encoder (CLIPVisionConfig; absent, LlavaConfig's own default,
+// CLIP ViT-L/14 at 336 px) and the projector's settings at the top of the config: how many ViT
+// layers vision_feature_layer concatenates, and multimodal_projector_bias.
+Status ReadClipVision(const Document& doc, const YAML::Node& root, ModelSpec::VisionTower& v, const std::string& kind) {
+  const YAML::Node cfg = root["vision_config"];
+  const Reader top{doc, root};
+  v.kind = kind;
+  SP_ASSIGN_OR_RETURN(v.projector_bias, top.Bool("multimodal_projector_bias", true));
+  v.feature_layers = 1;
+  if (const YAML::Node fl = root["vision_feature_layer"]; fl.IsDefined() && fl.IsSequence()) {
+    SP_ASSIGN_OR_RETURN(std::vector<int64_t> taps, ReadLayerList(top, "vision_feature_layer", 0));
+    if (taps.empty()) return doc.ErrorAt(fl, "vision_feature_layer: expected a layer index or a non-empty list of them");
+    v.feature_layers = static_cast<int64_t>(taps.size());
+  }
+  if (!cfg.IsDefined() || cfg.IsNull()) {
+    v.depth = 24, v.width = 1024, v.intermediate = 4096, v.patch = 14, v.image = 336, v.in_channels = 3;
+    return Status::Ok();
+  }
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg};
+  SP_ASSIGN_OR_RETURN(std::string tower, r.Str("model_type", "clip_vision_model"));
+  if (tower != "clip_vision_model")
+    return doc.ErrorAt(cfg["model_type"], "vision_config.model_type: \"" + tower + "\" is not modelled under " + kind +
+                                              " (supported: clip_vision_model)");
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 12, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 768, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 3072, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 32, 1, 256));
+  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 224, 1, 1 << 14));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  return Status::Ok();
+}
+
 // Mistral 3's Pixtral encoder (PixtralVisionConfig under Mistral3Config; Mistral Small 3.1's
 // values as defaults) and the projector's settings, which sit at the top of the config.
 Status ReadPixtralVision(const Document& doc, const YAML::Node& root, ModelSpec::VisionTower& v) {
@@ -946,6 +980,7 @@ const std::vector<std::string>& SupportedModelTypes() {
     for (const auto& [wrapper, _] : kTextTowers) v.push_back(wrapper);
     for (const auto& [alias, _] : kSameArchitecture) v.push_back(alias);
     v.insert(v.end(), {"qwen2_vl", "qwen2_5_vl"});  // qwen2 text towers with a vision encoder
+    v.insert(v.end(), {"llava", "llava_next"});     // text_config's tower behind a CLIP encoder
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -1174,6 +1209,24 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       SP_RETURN_IF_ERROR(ReadDtype(top, m));
     }
   }
+  // LLaVA and LLaVA-NeXT (LlavaForConditionalGeneration, LlavaNextForConditionalGeneration): a
+  // CLIP encoder and projector counted apart (ReadClipVision) and whichever text tower
+  // text_config names (llama by default, as LlavaConfig builds it).
+  if (*type == "llava" || *type == "llava_next") {
+    SP_RETURN_IF_ERROR(ReadClipVision(doc, root, vision, *type));
+    YAML::Node text = node["text_config"];
+    if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
+    SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
+    node.reset(text);
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> text_type, doc.String(node, "model_type"));
+    type = text_type.value_or("llama");
+    if (kTextTowers.count(*type) || *type == "llava" || *type == "llava_next" || *type == "qwen2_vl" || *type == "qwen2_5_vl")
+      return doc.ErrorAt(node["model_type"], "text_config.model_type: expected a decoder-only text model, got \"" + *type + "\"");
+    if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
+      Reader top{doc, root};
+      SP_RETURN_IF_ERROR(ReadDtype(top, m));
+    }
+  }
   // Qwen2-VL and Qwen2.5-VL: a qwen2 text tower, its keys at the top level as the checkpoints
   // publish them or in text_config as newer transformers re-save them, and a vision encoder
   // (vision_config) counted apart (ReadQwenVision).
@@ -1337,17 +1390,24 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
       m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
-  // Qwen3.5 and Qwen3-VL tie the head as the top-level config says (transformers reads the
+  // Qwen3.5, Qwen3-VL and LLaVA-NeXT tie the head as the top-level config says (transformers reads the
   // composite config's tie_word_embeddings, default false), whatever text_config holds.
-  if (wrapper == "qwen3_5" || wrapper == "qwen3_5_moe" || wrapper == "qwen3_vl" || wrapper == "qwen3_vl_moe") {
+  if (wrapper == "qwen3_5" || wrapper == "qwen3_5_moe" || wrapper == "qwen3_vl" || wrapper == "qwen3_vl_moe" ||
+      wrapper == "llava_next") {
     Reader top{doc, root};
     SP_ASSIGN_OR_RETURN(m.tied_embeddings, top.Bool("tie_word_embeddings", false));
+  }
+  if (wrapper == "llava") {  // LlavaConfig (not LLaVA-NeXT's) ties when either level says so
+    Reader top{doc, root};
+    SP_ASSIGN_OR_RETURN(bool tied, top.Bool("tie_word_embeddings", false));
+    m.tied_embeddings = m.tied_embeddings || tied;
   }
   // The VLM's own decoder-layer class, which FSDP's auto-wrap policy must name.
   if (wrapper == "qwen2_vl") m.decoder_layer_class = "Qwen2VLDecoderLayer";
   if (wrapper == "qwen2_5_vl") m.decoder_layer_class = "Qwen2_5_VLDecoderLayer";
   m.vision = vision;
-  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3") m.vision.out = m.hidden;  // the projector's output
+  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3" || m.vision.kind == "llava" || m.vision.kind == "llava_next")
+    m.vision.out = m.hidden;  // the projector's output
   Status valid = ValidateModel(m);
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());
   // Multimodal configs keep quantization_config at the top, next to text_config.

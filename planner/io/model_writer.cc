@@ -113,7 +113,8 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
   const std::string& kind = m.vision.kind;
   const bool qwen_vit = kind == "qwen3_5" || kind == "qwen3_5_moe" || kind == "qwen3_vl" || kind == "qwen3_vl_moe";
-  if (kind == "gemma3" || kind == "mistral3" || qwen_vit) {
+  const bool llava = kind == "llava" || kind == "llava_next";
+  if (kind == "gemma3" || kind == "mistral3" || qwen_vit || llava) {
     // Gemma 3 and Mistral 3 nest their text tower in text_config, beside vision_config and,
     // at the top, quantization_config (and Mistral 3's projector settings).
     ModelSpec text = m;
@@ -126,6 +127,17 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       g << pad << "spatial_merge_size: " << v.merge << "\n" << pad << "multimodal_projector_bias: "
         << (v.projector_bias ? "true" : "false") << "\n";
     const std::string in = pad + "  ";
+    if (llava) {  // CLIP's keys, and the projector's and the head's settings at the top
+      g << pad << "tie_word_embeddings: " << (m.tied_embeddings ? "true" : "false") << "\n" << pad
+        << "multimodal_projector_bias: " << (v.projector_bias ? "true" : "false") << "\n" << pad << "vision_feature_layer: [";
+      for (int64_t i = 0; i < v.feature_layers; ++i) g << (i ? ", " : "") << -2 - i;  // only their number counts
+      g << "]\n" << pad << "vision_config:\n" << in << "model_type: clip_vision_model\n" << in << "num_hidden_layers: " << v.depth
+        << "\n" << in << "hidden_size: " << v.width << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in
+        << "patch_size: " << v.patch << "\n" << in << "image_size: " << v.image << "\n" << in << "num_channels: " << v.in_channels
+        << "\n";
+      if (m.quant.quantized()) Quantization(g, pad, m.quant);
+      return g.str();
+    }
     if (qwen_vit) {  // the head's tie is the top level's to say
       g << pad << "tie_word_embeddings: " << (m.tied_embeddings ? "true" : "false") << "\n";
       g << pad << "vision_config:\n" << in << "depth: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in

@@ -621,6 +621,56 @@ TEST(Families, GraniteHybridBambaAndMoe) {
   for (const ModelSpec& m : {*small, *micro, *toy, *g1, *gs, *bamba}) ExpectReadsBack(m);
 }
 
+// LLaVA and LLaVA-NeXT (transformers modeling_llava.py, modeling_llava_next.py): whichever text
+// tower text_config names behind a CLIP encoder and a two-Linear projector. On the meta device
+// transformers counts llava-hf/llava-1.5-7b-hf's config at 7,063,427,072: CLIP ViT-L/14-336
+// 303,507,456, the projector 20,979,712, the Vicuna text tower 6,738,939,904. A LLaVA-NeXT
+// config over Mistral 7B, two feature layers and a bias-free projector: 7,570,933,760, with
+// 25,165,824 in the projector and 4,096 in image_newline. LlavaConfig ties the head when either
+// level says so (6,932,092,928 with text_config's true alone); LLaVA-NeXT follows the top level.
+TEST(Families, Llava) {
+  auto l15 = FromJson(R"({"architectures":["LlavaForConditionalGeneration"],"ignore_index":-100,"image_token_index":32000,"model_type":"llava",
+    "pad_token_id":32001,"projector_hidden_act":"gelu","text_config":{"_name_or_path":"lmsys/vicuna-7b-v1.5",
+    "architectures":["LlamaForCausalLM"],"max_position_embeddings":4096,"model_type":"llama","rms_norm_eps":1e-05,
+    "torch_dtype":"float16","vocab_size":32064},"tie_word_embeddings":false,"torch_dtype":"float16",
+    "vision_config":{"hidden_size":1024,"image_size":336,"intermediate_size":4096,"model_type":"clip_vision_model",
+    "num_attention_heads":16,"num_hidden_layers":24,"patch_size":14,"projection_dim":768,"vocab_size":32000},
+    "vision_feature_layer":-2,"vision_feature_select_strategy":"default","vocab_size":32064})");
+  ASSERT_TRUE(l15.ok()) << l15.status().message();
+  EXPECT_EQ(l15->model_type, "llama");
+  EXPECT_EQ(l15->decoder_layer_class, "LlamaDecoderLayer");
+  EXPECT_EQ(l15->dtype, Dtype::kFp16);
+  EXPECT_EQ(CountParams(*l15).total, 6'738'939'904);
+  EXPECT_EQ(CountParams(*l15).vision, 303'507'456 + 20'979'712);
+  auto next = FromJson(R"({"architectures":["LlavaNextForConditionalGeneration"],"model_type":"llava_next","image_token_index":32000,
+    "text_config":{"architectures":["MistralForCausalLM"],"intermediate_size":14336,"max_position_embeddings":32768,
+    "model_type":"mistral","num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_theta":1000000.0,"sliding_window":null,
+    "torch_dtype":"bfloat16","vocab_size":32064},"torch_dtype":"float16","vision_config":{"hidden_size":1024,
+    "image_size":336,"intermediate_size":4096,"model_type":"clip_vision_model","num_attention_heads":16,
+    "num_hidden_layers":24,"patch_size":14,"projection_dim":768,"vocab_size":32000},"vision_feature_layer":[-2,-5],
+    "multimodal_projector_bias":false,"tie_word_embeddings":false})");
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(next->model_type, "mistral");
+  EXPECT_EQ(next->vision.feature_layers, 2);
+  EXPECT_EQ(CountParams(*next).total + CountParams(*next).vision, 7'570'933'760);
+  EXPECT_EQ(CountParams(*next).vision, 303'507'456 + 25'165'824 + 4'096);
+  auto tied = FromJson(R"({"model_type":"llava","text_config":{"model_type":"llama","vocab_size":32064,"tie_word_embeddings":true}})");
+  ASSERT_TRUE(tied.ok()) << tied.status().message();
+  EXPECT_EQ(CountParams(*tied).total + CountParams(*tied).vision, 6'932'092'928);
+  auto next_top = FromJson(R"({"model_type":"llava_next","tie_word_embeddings":false,"text_config":{"model_type":"llama",
+    "tie_word_embeddings":true}})");
+  ASSERT_TRUE(next_top.ok()) << next_top.status().message();
+  EXPECT_FALSE(next_top->tied_embeddings);
+  auto siglip = FromJson(R"({"model_type":"llava","vision_config":{"model_type":"siglip_vision_model"}})");
+  ASSERT_FALSE(siglip.ok());
+  EXPECT_NE(siglip.status().message().find("\"siglip_vision_model\" is not modelled under llava"), std::string::npos)
+      << siglip.status().message();
+  auto nested = FromJson(R"({"model_type":"llava","text_config":{"model_type":"gemma3"}})");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_NE(nested.status().message().find("got \"gemma3\""), std::string::npos) << nested.status().message();
+  for (const ModelSpec& m : {*l15, *next, *tied}) ExpectReadsBack(m);
+}
+
 // Qwen3-VL (transformers modeling_qwen3_vl.py, modeling_qwen3_vl_moe.py): Qwen3 and Qwen3-MoE
 // text towers and Qwen3.5's ViT with one more merger per deepstack_visual_indexes entry. On the
 // meta device transformers counts Qwen3-VL-8B-Instruct at 8,767,123,696, 576,388,336 of them in
