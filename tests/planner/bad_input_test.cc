@@ -252,6 +252,7 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
                         Case{"A800 80GB", "a800-sxm-80gb"}, Case{"NVIDIA L4", "l4-24gb"}, Case{"T4", "t4-16gb"},
                         Case{"A40", "a40-48gb"}, Case{"RTX 6000 Ada", "rtx-6000-ada-48gb"},
                         Case{"A100 80GB PCIe", "a100-pcie-80gb"}, Case{"H100 NVL", "h100-nvl-94gb"},
+                        Case{"H200 NVL", "h200-nvl-141gb"}, Case{"NVIDIA H200", "h200-141gb"},
                         // Megatron-Bridge's System column and rack names.
                         Case{"DGX-GB200", "gb200-186gb"}, Case{"DGX-H100", "h100-sxm-80gb"}, Case{"DGX-B300", "b300-288gb"},
                         Case{"GB300 NVL72", "gb300-288gb"}, Case{"HGX H100", "h100-sxm-80gb"}}) {
