@@ -85,6 +85,13 @@ check estimate-plan 0 -- "$bin" estimate --plan "$tmp/plan.yaml" --json
 json estimate-plan-same "j['memory']['per_gpu']['peak_bytes'] == $peak"
 expect plan-yaml-rank-map "$tmp/plan.yaml" "^rank_map:"
 
+# a LoRA plan names a framework emit can write, and says which it searched
+check plan-lora 0 -- "$bin" plan --model llama-3.1-8b --cluster dgx-h100 --workload lora --top 3 -o "$tmp/lora.yaml" --json
+json plan-lora-frameworks 'j["frameworks"] == ["deepspeed", "fsdp"] and "PEFT" in j["assumed"][0] and j["plans"][0]["layout"]["framework"] in ("deepspeed", "fsdp")'
+check emit-lora 0 -- "$bin" emit "$tmp/lora.yaml" -o "$tmp/lora-out"
+check plan-lora-megatron 0 -- "$bin" plan --model llama-3.1-8b --cluster dgx-h100 --workload lora --top 1 --frameworks megatron --json
+json plan-lora-megatron-asked 'j["frameworks"] == ["megatron"] and "assumed" not in j'
+
 # nothing fits is an answer, with what came closest and what would fix it
 check plan-nothing 1 -- "$bin" plan --model llama-3.1-405b --cluster dgx-h100 --seq-len 8192
 expect plan-nothing-text "$tmp/out" "NOTHING FITS"
