@@ -54,6 +54,13 @@ std::string LayerList(const ModelSpec& m, bool moe) {
   return list + "]";
 }
 
+// A hybrid's layer_types list: `attention` for its 'A' layers, `mixer` for the others.
+std::string LayerTypes(const ModelSpec& m, const char* attention, const char* mixer) {
+  std::string types = "[";
+  for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? attention : mixer);
+  return types + "]";
+}
+
 // A linear mixer's widths under the reader's keys for its family.
 void LinearMixerWidths(Out& o, const std::string& model_type, const ModelSpec::LinearMixer& x) {
   const LinearMixerKeys& k = LinearMixerKeysOf(model_type);
@@ -115,8 +122,8 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   const bool qwen_vit = kind == "qwen3_5" || kind == "qwen3_5_moe" || kind == "qwen3_vl" || kind == "qwen3_vl_moe";
   const bool llava = kind == "llava" || kind == "llava_next";
   if (kind == "gemma3" || kind == "mistral3" || qwen_vit || llava) {
-    // Gemma 3 and Mistral 3 nest their text tower in text_config, beside vision_config and,
-    // at the top, quantization_config (and Mistral 3's projector settings).
+    // These VLMs nest their text tower in text_config, beside vision_config and, at the top,
+    // quantization_config (and Mistral 3's and LLaVA's projector settings).
     ModelSpec text = m;
     text.vision = {};
     text.quant = {};
@@ -330,9 +337,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     }
   }
   if (t == "qwen3_next" || t == "qwen3_5_text" || t == "qwen3_5_moe_text") {
-    std::string types = "[";
-    for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "full_attention" : "linear_attention");
-    o.Key("layer_types", types + "]");
+    o.Key("layer_types", LayerTypes(m, "full_attention", "linear_attention"));
     o.Bool("attn_output_gate", m.attention_gate);
     if (m.linear.heads > 0) LinearMixerWidths(o, t, m.linear);
     if (m.is_moe()) {
@@ -350,9 +355,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
         if (m.hybrid[l] == 'A') attn += (attn.size() > 1 ? ", " : "") + std::to_string(l);
       o.Key("attn_layer_indices", attn + "]");
     } else {
-      std::string types = "[";
-      for (char c : m.hybrid) types += std::string(types.size() > 1 ? ", " : "") + (c == 'A' ? "attention" : "mamba");
-      o.Key("layer_types", types + "]");
+      o.Key("layer_types", LayerTypes(m, "attention", "mamba"));
     }
     const ModelSpec::LinearMixer& x = m.linear;
     if (x.heads > 0) {
