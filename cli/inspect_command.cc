@@ -72,7 +72,8 @@ void PrintText(const ModelSpec& m, const ParamCounts& c) {
   if (m.is_hybrid()) {
     const char* mixer = m.linear.delta ? "Gated DeltaNet" : "Mamba-2";
     const std::pair<char, std::string> kinds[] = {{'M', mixer}, {'*', "attention"}, {'-', "MLP"}, {'E', "MoE"},
-                                                  {'A', "attention + FFN"}, {'G', std::string(mixer) + " + FFN"}};
+                                                  {'A', "attention + FFN"}, {'G', std::string(mixer) + " + FFN"},
+                                                  {'P', "attention | " + std::string(mixer) + " + FFN"}};
     std::string parts;
     for (const auto& [c, name] : kinds)
       if (const auto n = std::count(m.hybrid.begin(), m.hybrid.end(), c); n > 0)

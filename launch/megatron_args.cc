@@ -123,7 +123,7 @@ Status Check(const Plan& plan) {
                             ") are not emitted; use --format torchtitan, accelerate or deepspeed");
   if (plan.model.is_hybrid() && plan.model.model_type != "nemotron_h")
     return Status::BadInput("Megatron-LM: arguments for " + plan.model.model_type +
-                            " hybrids (a Mamba-2 or attention mixer and an MLP or MoE in each layer) are not emitted; "
+                            " hybrids (Megatron's hybrid pattern, as written here, spells Nemotron-H's blocks only) are not emitted; "
                             "use --format torchtitan, accelerate or deepspeed");
   if (plan.workload.lora_like())
     return Status::BadInput("Megatron-LM: pretrain_gpt.py has no LoRA; use --format accelerate or deepspeed");

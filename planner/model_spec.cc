@@ -43,22 +43,24 @@ int64_t ModelSpec::moe_layer_count() const {
 }
 
 int64_t ModelSpec::attention_layer_count() const {
-  return is_hybrid() ? std::count(hybrid.begin(), hybrid.end(), '*') + std::count(hybrid.begin(), hybrid.end(), 'A') : layers;
+  if (!is_hybrid()) return layers;
+  return std::count_if(hybrid.begin(), hybrid.end(), [](char c) { return c == '*' || c == 'A' || c == 'P'; });
 }
 
 int64_t LinearMixerParams(const ModelSpec& m) {
   // transformers NemotronHMamba2Mixer: in_proj (h -> z, xBC, dt), the depthwise conv1d over
   // xBC with its bias, dt_bias, A_log and D per head, the gated RMSNorm over the inner width,
-  // out_proj (inner -> h). Nemotron 3 Nano's 23 mixers hold 891,070,784.
+  // out_proj (inner -> h); Falcon-H1 may leave the norm out and bias out_proj apart from
+  // in_proj. Nemotron 3 Nano's 23 mixers hold 891,070,784.
   // Qwen3NextGatedDeltaNet: in_proj_qkvz and in_proj_ba, the conv1d without bias, dt_bias and
   // A_log per head, the gated RMSNorm of head_dim, out_proj. Qwen3-Next-80B-A3B's 36 hold
   // 1,213,864,704.
   const ModelSpec::LinearMixer& x = m.linear;
   if (x.heads == 0) return 0;
   const int64_t h = m.hidden, inner = x.inner(), conv = x.conv_dim();
-  const int64_t per_head = x.delta ? 2 : 3, norm = x.delta ? x.head_dim : inner;
+  const int64_t per_head = x.delta ? 2 : 3, norm = !x.norm ? 0 : x.delta ? x.head_dim : inner;
   return h * x.in_proj() + (x.proj_bias ? x.in_proj() : 0) + conv * x.conv_kernel + (x.conv_bias ? conv : 0) +
-         per_head * x.heads + norm + inner * h + (x.proj_bias ? h : 0);
+         per_head * x.heads + norm + inner * h + (x.out_bias ? h : 0);
 }
 
 int64_t AttentionParams(const ModelSpec& m) {

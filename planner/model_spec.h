@@ -107,8 +107,9 @@ struct ModelSpec {
   // Hybrid models, one letter per layer. Nemotron-H's blocks hold one mixer behind one norm,
   // as HF's hybrid_override_pattern spells them: 'M' a linear mixer, '*' attention, '-' an MLP,
   // 'E' an MoE. Qwen3-Next's and Qwen3.5's layers are a token mixer and an MLP or MoE (as
-  // moe_layer says) behind two norms: 'A' attention, 'G' a linear mixer. Empty = every layer is
-  // attention then an MLP or MoE.
+  // moe_layer says) behind two norms: 'A' attention, 'G' a linear mixer. Falcon-H1's layers run
+  // attention and a linear mixer side by side on one normed input, then an MLP: 'P'. Empty =
+  // every layer is attention then an MLP or MoE.
   std::string hybrid;
   // The linear (recurrent) mixer of 'M' and 'G' blocks: `heads` value heads of head_dim (the
   // inner width), each with a head_dim x `state` recurrent state; keys (B) and queries (C) of
@@ -122,7 +123,9 @@ struct ModelSpec {
   struct LinearMixer {
     bool delta = false;             // Gated DeltaNet; else Mamba-2
     int64_t heads = 0, head_dim = 0, state = 0, groups = 0, conv_kernel = 0, chunk = 0;
-    bool conv_bias = true, proj_bias = false;
+    bool conv_bias = true, proj_bias = false;  // the conv's bias; in_proj's
+    bool out_bias = false;          // out_proj's (Falcon-H1's projectors_bias; the others follow in_proj)
+    bool norm = true;               // the gated RMSNorm over the inner width (Falcon-H1: mamba_rms_norm)
     Dtype ssm_cache = Dtype::kFp32;  // the serving engine's recurrent state (mamba_ssm_cache_dtype)
     int64_t inner() const { return heads * head_dim; }
     int64_t conv_dim() const { return inner() + 2 * groups * state; }                   // x (v), B (k), C (q)
@@ -157,17 +160,20 @@ struct ModelSpec {
   char block(int64_t layer) const {  // the hybrid pattern's letter; 0 for a transformer block
     return layer >= 0 && layer < static_cast<int64_t>(hybrid.size()) ? hybrid[static_cast<size_t>(layer)] : 0;
   }
-  bool has_attention(int64_t layer) const { return !is_hybrid() || block(layer) == '*' || block(layer) == 'A'; }
-  bool has_linear_mixer(int64_t layer) const { return block(layer) == 'M' || block(layer) == 'G'; }
+  bool has_attention(int64_t layer) const {
+    const char b = block(layer);
+    return !is_hybrid() || b == '*' || b == 'A' || b == 'P';
+  }
+  bool has_linear_mixer(int64_t layer) const { return block(layer) == 'M' || block(layer) == 'G' || block(layer) == 'P'; }
   bool has_ffn(int64_t layer) const {  // an MLP or an MoE block
     const char b = block(layer);
-    return !is_hybrid() || b == '-' || b == 'E' || b == 'A' || b == 'G';
+    return !is_hybrid() || b == '-' || b == 'E' || b == 'A' || b == 'G' || b == 'P';
   }
   bool has_mlp(int64_t layer) const { return has_ffn(layer) && !is_moe_layer(layer); }  // a dense MLP
   // Mixer and FFN sub-blocks of a layer, each behind its norm and followed by its TP reduction.
   int sub_blocks(int64_t layer) const {
     const char b = block(layer);
-    return !is_hybrid() || b == 'A' || b == 'G' ? 2 : 1;
+    return !is_hybrid() || b == 'A' || b == 'G' || b == 'P' ? 2 : 1;
   }
   int64_t attention_layer_count() const;  // blocks with attention (all of a transformer's); KV lives there
   int64_t expert_width() const { return moe_latent > 0 ? moe_latent : hidden; }

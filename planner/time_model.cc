@@ -198,8 +198,8 @@ void Add(LayerCost* sum, const LayerCost& c, double n) {
 // under the layout's recompute choice (none or selective), `full` when fully recomputed.
 // A hybrid's layers by kind: the pattern's letter (kHybridBlocks order), and whether its FFN
 // is an MoE block (Qwen3-Next's 'A' and 'G' layers may hold either).
-constexpr char kHybridBlocks[] = {'M', '*', '-', 'E', 'A', 'G'};
-constexpr int kHybridKinds = 12;
+constexpr char kHybridBlocks[] = {'M', '*', '-', 'E', 'A', 'G', 'P'};
+constexpr int kHybridKinds = 14;
 int KindIndex(char letter, bool moe) {
   const auto at = std::find(std::begin(kHybridBlocks), std::end(kHybridBlocks), letter);
   return 2 * static_cast<int>(at - std::begin(kHybridBlocks)) + (moe ? 1 : 0);

@@ -95,6 +95,8 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"granitemoe", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeDecoderLayer"}},
       {"granitemoeshared", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeSharedDecoderLayer"}},
       {"granitemoehybrid", {32000, 4096, 11008, 32, 32, 0, 0, 2048, false, "GraniteMoeHybridDecoderLayer"}},
+      // FalconH1Config (ReadFalconH1).
+      {"falcon_h1", {128000, 4096, 14336, 32, 32, 8, 0, 8192, false, "FalconH1DecoderLayer"}},
       // BambaConfig (Bamba-9B's widths).
       {"bamba", {128000, 4096, 14336, 32, 32, 8, 0, 262144, false, "BambaDecoderLayer"}},
       // Qwen3VLTextConfig and Qwen3VLMoeTextConfig (a Qwen3-MoE layer: 60 experts, top 4, 1408 wide
@@ -154,7 +156,9 @@ const std::vector<std::string> kCommonKeys = {
     "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_chunk_size",
     "mamba_conv_bias", "shared_intermediate_size", "position_embedding_type", "embedding_multiplier",
     "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices", "vision_feature_layer",
-    "multimodal_projector_bias"};
+    "multimodal_projector_bias", "mamba_d_ssm", "mamba_rms_norm", "mamba_norm_before_gate", "projectors_bias",
+    "lm_head_multiplier", "mlp_multipliers", "key_multiplier", "attention_out_multiplier", "attention_in_multiplier",
+    "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier"};
 
 struct Reader {
   const Document& doc;
@@ -413,6 +417,7 @@ Status ReadNemotronH(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(x.chunk, r.Int("chunk_size", 128, 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("use_conv_bias", true));
   SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("use_bias", false));
+  x.out_bias = x.proj_bias;
   if (r.Has("mamba_ssm_cache_dtype")) {
     SP_ASSIGN_OR_RETURN(std::string cache, r.Str("mamba_ssm_cache_dtype", "float32"));
     std::optional<Dtype> dt = ParseDtype(cache);
@@ -477,6 +482,7 @@ Status ReadGraniteHybrid(const Reader& r, const std::string& type, ModelSpec& m)
   SP_ASSIGN_OR_RETURN(x.chunk, r.Int("mamba_chunk_size", 256, 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("mamba_conv_bias", true));
   SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("mamba_proj_bias", false));
+  x.out_bias = x.proj_bias;
   if (m.hybrid.find('G') == std::string::npos) m.linear = {};
   if (type == "bamba") return Status::Ok();  // the dense MLP of intermediate_size
   SP_ASSIGN_OR_RETURN(int64_t shared, r.Int("shared_intermediate_size", 1024, 1, kMaxDim));
@@ -491,6 +497,27 @@ Status ReadGraniteHybrid(const Reader& r, const std::string& type, ModelSpec& m)
   m.shared_experts = 1;
   m.shared_intermediate = shared;
   MarkAllMoe(m);
+  return Status::Ok();
+}
+
+// Falcon-H1 (transformers configuration_falcon_h1.py, modeling_falcon_h1.py): every layer runs
+// attention and a Mamba-2 mixer side by side on one RMSNormed input ('P'), then a SwiGLU MLP
+// behind a second RMSNorm. The mixer is mamba_d_ssm wide (else mamba_expand x hidden_size; its
+// heads x head width must equal it, "auto" deriving the head width), its in_proj biased under
+// mamba_proj_bias and its out_proj under projectors_bias, its gated RMSNorm present only under
+// mamba_rms_norm. The muP multipliers scale activations and hold no parameters. Falcon-H1-7B's
+// widths count 7,585,519,712.
+Status ReadFalconH1(const Reader& r, ModelSpec& m) {
+  m.hybrid.assign(static_cast<size_t>(m.layers), 'P');
+  ModelSpec::LinearMixer& x = m.linear;
+  SP_ASSIGN_OR_RETURN(int64_t expand, r.Int("mamba_expand", 2, 1, 64));
+  SP_ASSIGN_OR_RETURN(int64_t width, r.Int("mamba_d_ssm", expand * m.hidden, 1, kMaxDim));
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, "falcon_h1", x, width));
+  SP_ASSIGN_OR_RETURN(x.chunk, r.Int("mamba_chunk_size", 256, 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("mamba_conv_bias", true));
+  SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("mamba_proj_bias", false));
+  SP_ASSIGN_OR_RETURN(x.out_bias, r.Bool("projectors_bias", false));
+  SP_ASSIGN_OR_RETURN(x.norm, r.Bool("mamba_rms_norm", false));
   return Status::Ok();
 }
 
@@ -1003,7 +1030,7 @@ const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type) {
                                       {"linear_num_key_heads", 16}, {"linear_key_head_dim", 128},
                                       {"linear_conv_kernel_dim", 4}};
   if (model_type == "nemotron_h") return kMamba;
-  if (model_type == "granitemoehybrid" || model_type == "bamba") return kGranite;
+  if (model_type == "granitemoehybrid" || model_type == "bamba" || model_type == "falcon_h1") return kGranite;
   return kDelta;
 }
 
@@ -1361,6 +1388,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
   } else if (*type == "nemotron_h") {
     SP_RETURN_IF_ERROR(ReadNemotronH(r, m));
+  } else if (*type == "falcon_h1") {
+    SP_RETURN_IF_ERROR(ReadFalconH1(r, m));
   } else if (*type == "granitemoehybrid" || *type == "bamba") {
     SP_RETURN_IF_ERROR(ReadGraniteHybrid(r, *type, m));
   } else if (*type == "granitemoe" || *type == "granitemoeshared") {

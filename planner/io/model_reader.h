@@ -36,7 +36,7 @@ struct LinearMixerKey {
 struct LinearMixerKeys {
   LinearMixerKey heads, head_dim, groups, state, conv_kernel;
 };
-// By model_type: nemotron_h's Mamba-2 keys, granitemoehybrid's and bamba's (mamba_n_heads, ...), else the
+// By model_type: nemotron_h's Mamba-2 keys, those of granitemoehybrid, bamba and falcon_h1 (mamba_n_heads, ...), else the
 // Gated DeltaNet's.
 const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type);
 

@@ -375,6 +375,16 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("shared_intermediate_size", m.is_moe() ? m.shared_intermediate : m.intermediate);
     }
   }
+  if (t == "falcon_h1") {
+    const ModelSpec::LinearMixer& x = m.linear;
+    LinearMixerWidths(o, t, x);
+    o.Key("mamba_d_ssm", x.inner());
+    o.Key("mamba_chunk_size", x.chunk);
+    o.Bool("mamba_conv_bias", x.conv_bias);
+    o.Bool("mamba_proj_bias", x.proj_bias);
+    o.Bool("projectors_bias", x.out_bias);
+    o.Bool("mamba_rms_norm", x.norm);
+  }
   if (t == "granitemoe" || t == "granitemoeshared") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);

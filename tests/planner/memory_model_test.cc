@@ -171,6 +171,37 @@ TEST(Memory, HybridBlocks) {
   EXPECT_EQ(LayerActivationBytes(ctx, 5, Recompute::kFull), static_cast<int64_t>(2 * sb * h));
 }
 
+// Falcon-H1's parallel layer keeps what its attention and its Mamba-2 mixer each save, but
+// the normed input they share only once; serving, every layer holds KV and a Mamba state.
+TEST(Memory, ParallelHybridLayer) {
+  auto doc = Document::Parse("f.json", R"({"model_type":"falcon_h1","hidden_size":3072,"intermediate_size":12288,
+    "num_hidden_layers":4,"num_attention_heads":12,"num_key_value_heads":2,"head_dim":128,"vocab_size":130049,
+    "mamba_d_ssm":3072,"mamba_d_state":256,"mamba_d_head":128,"mamba_n_heads":24,"mamba_n_groups":1})");
+  ASSERT_TRUE(doc.ok());
+  auto parsed = ParseModel(*doc, "falcon-h1");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const ModelSpec& m = *parsed;
+  ModelSpec attention = m, mamba = m, mlp = m;
+  attention.hybrid = std::string(4, 'A');
+  mamba.hybrid = std::string(4, 'G');
+  mlp.hybrid = std::string(4, '-');
+  const ClusterSpec c = Cluster("dgx-h100");
+  const Workload w = Train(4096, 8);
+  const Layout l = Resolve(m, w, c, "framework=megatron,dp=8,mbs=1,ac=none");
+  auto bytes = [&](const ModelSpec& x) {
+    return LayerActivationBytes(MemoryContext{x, w, l, c, ResolveRecipe(x, w, l)}, 0, Recompute::kNone);
+  };
+  // Megatron: the shared pair is the norm input and the projections' input, 2 + 2 bytes per element.
+  const int64_t shared = 4 * 4096 * 3072;
+  // A '-' block is one norm and an MLP; a parallel layer's MLP sits behind its second norm, as
+  // in 'A' and 'G' layers, so the sum below counts that MLP and its norm once.
+  EXPECT_EQ(bytes(m), bytes(attention) + bytes(mamba) - bytes(mlp) - shared);
+  const Workload serve = Serve(4096, 0.9);
+  const MemoryEstimate e = EstimateMemory(m, serve, Resolve(m, serve, c, "tp=1,batch=4"), c);
+  EXPECT_EQ(Term(e, "kv_cache"), 4 * 2 * 2 * 128 * 2 * 4 * 4096);
+  EXPECT_EQ(Term(e, "ssm_state"), 4 * 4 * ((3072 + 2 * 256) * 3 * 2 + 24 * 128 * 256 * 4));
+}
+
 // Qwen3-Next serving: KV in its 12 gated-attention layers (2 KV heads of 256), and per sequence
 // in each of its 36 Gated DeltaNets a conv state of 3 x 8,192 and a 32 x 128 x 128 recurrent
 // state, both bf16 (the model's dtype, vLLM's default for them). LoRA on all-linear wraps a

@@ -671,6 +671,49 @@ TEST(Families, Llava) {
   for (const ModelSpec& m : {*l15, *next, *tied}) ExpectReadsBack(m);
 }
 
+// Falcon-H1 (transformers modeling_falcon_h1.py): attention and a Mamba-2 mixer side by side in
+// every layer, then a SwiGLU MLP. On the meta device transformers counts a config of Falcon-H1-7B's
+// widths (44 layers of 3,072, 12 heads / 2 KV heads of 128, a 3,072-wide mixer of 24 heads and
+// state 256 without its gated norm, an untied 130,049-row vocabulary) at 7,585,519,712, its mixers
+// 1,318,949,984. A small one with the norm, biased in_proj, attention and MLP, two groups and a tied
+// head: 29,458,304 (mixers 5,323,136); without mamba_d_ssm (mamba_expand x hidden, "auto" heads)
+// and with a biased out_proj instead: 31,015,616 (mixers 6,880,448).
+TEST(Families, FalconH1ParallelHybrid) {
+  auto f7 = FromJson(R"({"architectures":["FalconH1ForCausalLM"],"model_type":"falcon_h1","hidden_size":3072,"intermediate_size":12288,
+    "num_hidden_layers":44,"num_attention_heads":12,"num_key_value_heads":2,"head_dim":128,"vocab_size":130049,
+    "mamba_d_ssm":3072,"mamba_d_state":256,"mamba_d_head":128,"mamba_n_heads":24,"mamba_n_groups":1,"mamba_d_conv":4,
+    "mamba_expand":2,"mamba_chunk_size":128,"mamba_conv_bias":true,"mamba_proj_bias":false,"mamba_rms_norm":false,
+    "mamba_norm_before_gate":false,"projectors_bias":false,"attention_bias":false,"mlp_bias":false,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16","max_position_embeddings":262144})");
+  ASSERT_TRUE(f7.ok()) << f7.status().message();
+  EXPECT_EQ(f7->hybrid, std::string(44, 'P'));
+  EXPECT_TRUE(f7->has_attention(3) && f7->has_linear_mixer(3) && f7->has_mlp(3));
+  EXPECT_EQ(f7->attention_layer_count(), 44);
+  EXPECT_FALSE(f7->linear.norm);
+  EXPECT_EQ(CountParams(*f7).total, 7'585'519'712);
+  EXPECT_EQ(CountParams(*f7).linear_mixers, 1'318'949'984);
+  auto tiny = FromJson(R"({"architectures":["FalconH1ForCausalLM"],"model_type":"falcon_h1","hidden_size":512,"intermediate_size":768,
+    "num_hidden_layers":4,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":64,"vocab_size":32768,
+    "mamba_d_ssm":768,"mamba_d_state":64,"mamba_d_head":32,"mamba_n_heads":24,"mamba_n_groups":2,"mamba_d_conv":4,
+    "mamba_expand":2,"mamba_chunk_size":128,"mamba_conv_bias":true,"mamba_proj_bias":true,"mamba_rms_norm":true,
+    "mamba_norm_before_gate":false,"projectors_bias":false,"attention_bias":true,"mlp_bias":true,
+    "tie_word_embeddings":true,"torch_dtype":"bfloat16","max_position_embeddings":262144})");
+  ASSERT_TRUE(tiny.ok()) << tiny.status().message();
+  EXPECT_EQ(CountParams(*tiny).total, 29'458'304);
+  EXPECT_EQ(CountParams(*tiny).linear_mixers, 5'323'136);
+  auto automatic = FromJson(R"({"architectures":["FalconH1ForCausalLM"],"model_type":"falcon_h1","hidden_size":512,"intermediate_size":768,
+    "num_hidden_layers":4,"num_attention_heads":8,"num_key_value_heads":2,"head_dim":64,"vocab_size":32768,
+    "mamba_d_state":64,"mamba_d_head":"auto","mamba_n_heads":16,"mamba_n_groups":2,"mamba_d_conv":4,"mamba_expand":2,
+    "mamba_chunk_size":128,"mamba_conv_bias":true,"mamba_proj_bias":false,"mamba_rms_norm":true,
+    "mamba_norm_before_gate":false,"projectors_bias":true,"attention_bias":true,"mlp_bias":true,"tie_word_embeddings":true,
+    "torch_dtype":"bfloat16","max_position_embeddings":262144})");
+  ASSERT_TRUE(automatic.ok()) << automatic.status().message();
+  EXPECT_EQ(automatic->linear.head_dim, 64);
+  EXPECT_EQ(CountParams(*automatic).total, 31'015'616);
+  EXPECT_EQ(CountParams(*automatic).linear_mixers, 6'880'448);
+  for (const ModelSpec& m : {*f7, *tiny, *automatic}) ExpectReadsBack(m);
+}
+
 // Qwen3-VL (transformers modeling_qwen3_vl.py, modeling_qwen3_vl_moe.py): Qwen3 and Qwen3-MoE
 // text towers and Qwen3.5's ViT with one more merger per deepstack_visual_indexes entry. On the
 // meta device transformers counts Qwen3-VL-8B-Instruct at 8,767,123,696, 576,388,336 of them in

@@ -452,6 +452,26 @@ TEST(StepTime, HybridBlocksRunTheirOwnMixers) {
             EstimateTime(attention, Pretrain(32768, 8), FsdpLayout(8), DgxH100(1)).step_seconds);
 }
 
+// Falcon-H1 runs attention and Mamba-2 side by side: a parallel layer costs what its
+// attention layer and its Mamba layer cost less the one MLP they would share, give or take the
+// elementwise work of the second residual branch.
+TEST(StepTime, ParallelHybridRunsBothMixers) {
+  auto doc = Document::Parse("f.json", R"({"model_type":"falcon_h1","hidden_size":3072,"intermediate_size":12288,
+    "num_hidden_layers":8,"num_attention_heads":12,"num_key_value_heads":2,"head_dim":128,"vocab_size":130049,
+    "mamba_d_ssm":3072,"mamba_d_state":256,"mamba_d_head":128,"mamba_n_heads":24,"mamba_n_groups":1})");
+  ASSERT_TRUE(doc.ok());
+  auto m = ParseModel(*doc, "falcon-h1");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ModelSpec attention = *m, mamba = *m, mlp = *m;
+  attention.hybrid = std::string(8, 'A');
+  mamba.hybrid = std::string(8, 'G');
+  mlp.hybrid = std::string(8, '-');
+  auto step = [](const ModelSpec& x) { return EstimateTime(x, Pretrain(8192, 8), FsdpLayout(8), DgxH100(1)).step_seconds; };
+  EXPECT_GT(step(*m), step(attention));
+  EXPECT_GT(step(*m), step(mamba));
+  EXPECT_NEAR(step(*m), step(attention) + step(mamba) - step(mlp), 0.03 * step(*m));
+}
+
 // NVFP4 training runs its linear GEMMs at Blackwell's FP4 rate (B200: 9 PF dense, twice FP8),
 // at FP8's share of the peak, and pays a costlier cast (an amax pass, then both orientations
 // written); the rest of the step does not speed up. Megatron-Bridge 26.04.01 measures Llama 3
