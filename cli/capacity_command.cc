@@ -171,7 +171,15 @@ int Run(CapacityFlags f) {
   // Training sweeps Megatron's layouts unless told otherwise: at cluster scale they are the
   // fastest the search finds (the 405B sweep of bench/capacity_speed picks the same sizes with
   // all four frameworks, at three times the cost).
+  // A layout that names its framework sweeps that one; a model the emitted Megatron-LM
+  // arguments cannot build sweeps the others.
   opt.frameworks = {Framework::kMegatron};
+  if (opt.fixed.fixed & kKeyFramework) {
+    opt.frameworks = {opt.fixed.framework};
+  } else if (const std::string gap = MegatronLmGap(in->model); !gap.empty() && f.frameworks.empty() && w.training()) {
+    opt.frameworks = {Framework::kTorchtitan, Framework::kDeepSpeed, Framework::kFsdp};
+    rep.assumed.push_back("swept torchtitan, deepspeed and fsdp: Megatron-LM " + gap + " (--frameworks megatron sweeps it)");
+  }
   if (!f.frameworks.empty()) {
     opt.frameworks.clear();
     for (const std::string& name : f.frameworks) {

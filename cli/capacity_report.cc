@@ -151,6 +151,7 @@ nlohmann::json CapacityJson(const CapacityReport& rep, const CapacityResult& r) 
   const Workload& w = rep.workload;
   nlohmann::json j;
   j["model"] = {{"name", rep.model}, {"params_total", rep.params}};
+  j["assumed"] = rep.assumed;
   j["workload"] = {{"task", TaskName(w.task)}, {"precision", DtypeName(w.precision)}};
   if (t.training()) {
     j["workload"]["seq_len"] = w.seq_len;
@@ -217,7 +218,9 @@ std::string CapacityText(const CapacityReport& rep, const CapacityResult& r) {
   size_t sizes = 0;
   for (const KindResult& k : r.kinds) sizes += k.points.size();
   out += "\nswept " + std::to_string(r.kinds.size()) + " GPU kinds, " + std::to_string(sizes) + " cluster sizes (" +
-         Count(r.layouts) + " layouts searched) in " + Fixed(rep.seconds, 2) + " s\n\n";
+         Count(r.layouts) + " layouts searched) in " + Fixed(rep.seconds, 2) + " s\n";
+  for (const std::string& a : rep.assumed) out += "assumed: " + a + "\n";
+  out += "\n";
 
   Table sum(train ? std::vector<std::string>{"GPU", "GPUs", "days", "MFU", "GPU-hours", "$/GPU-h", "cost", "best layout"}
                   : std::vector<std::string>{"GPU", "GPUs", "sequences", "tok/s/seq", "TTFT s", "tok/s", "$/hour", "$/M tok", "best layout"});

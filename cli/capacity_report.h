@@ -21,6 +21,7 @@ struct CapacityReport {
   CapacityLimits limits;
   std::vector<GpuPrice> prices;       // one per kind, in the result's order (per_gpu_hour 0 = unknown)
   double seconds = 0;                 // the sweep's wall time
+  std::vector<std::string> assumed;   // what the sweep took that the user did not say
 };
 
 nlohmann::json CapacityJson(const CapacityReport& rep, const CapacityResult& r);

@@ -66,12 +66,17 @@ int Run(const PlanFlags& f) {
   // Adapters train on PEFT stacks. Megatron-LM's pretrain_gpt.py and torchtitan have no LoRA,
   // and emit writes those frameworks' configs only, so a plan naming them could not be
   // emitted: unless asked, a LoRA search covers DeepSpeed and FSDP, and says so.
-  std::string narrowed;
-  if (f.frameworks.empty() && !(opt.fixed.fixed & kKeyFramework) && in->workload.lora_like()) {
+  // Likewise a model whose layers the emitted Megatron-LM arguments cannot build.
+  std::vector<std::string> narrowed;
+  const bool searched_all = f.frameworks.empty() && !(opt.fixed.fixed & kKeyFramework);
+  if (searched_all && in->workload.lora_like()) {
     opt.frameworks = {Framework::kDeepSpeed, Framework::kFsdp};
-    narrowed = "searched deepspeed and fsdp only: LoRA runs on PEFT stacks, and emit writes no adapter config for "
-               "Megatron-LM or torchtitan (--frameworks megatron,deepspeed,fsdp adds Megatron-core, as NeMo and "
-               "Megatron-Bridge train LoRA)";
+    narrowed.push_back("searched deepspeed and fsdp only: LoRA runs on PEFT stacks, and emit writes no adapter config "
+                       "for Megatron-LM or torchtitan (--frameworks megatron,deepspeed,fsdp adds Megatron-core, as NeMo "
+                       "and Megatron-Bridge train LoRA)");
+  } else if (const std::string gap = MegatronLmGap(in->model); searched_all && !gap.empty()) {
+    std::erase(opt.frameworks, Framework::kMegatron);
+    narrowed.push_back("searched without megatron: Megatron-LM " + gap + " (--frameworks megatron searches it)");
   }
   const auto start = std::chrono::steady_clock::now();
   std::mutex mu;
@@ -102,7 +107,7 @@ int Run(const PlanFlags& f) {
     j["search_seconds"] = seconds;
     j["frameworks"] = nlohmann::json::array();
     for (Framework fw : opt.frameworks) j["frameworks"].push_back(FrameworkName(fw));
-    if (!narrowed.empty()) j["assumed"] = {narrowed};
+    if (!narrowed.empty()) j["assumed"] = narrowed;
     j["candidates_per_second"] = seconds > 0 ? static_cast<double>(r.considered) / seconds : 0.0;
     if (r.plans.empty()) {
       if (r.has_closest) j["closest"] = PlanJson(ToPlan(f, *in, r.closest));
@@ -127,7 +132,8 @@ int Run(const PlanFlags& f) {
     std::printf("searched %s layouts (%s priced, %s fit) in %.3f s, %s layouts/s\n\n", Thousands(r.considered).c_str(),
                 Thousands(r.estimated).c_str(), Thousands(r.feasible).c_str(), seconds,
                 Thousands(static_cast<long long>(r.considered / std::max(seconds, 1e-9))).c_str());
-    if (!narrowed.empty()) std::cout << "assumed: " << narrowed << "\n\n";
+    for (const std::string& a : narrowed) std::cout << "assumed: " << a << "\n";
+    if (!narrowed.empty()) std::cout << "\n";
     std::cout.flush();
     if (r.plans.empty()) {
       std::cout << "NOTHING FITS.\n" << r.binding << "\n";

@@ -118,13 +118,8 @@ void PrecisionFlags(const Plan& plan, Flags& f) {
 
 Status Check(const Plan& plan) {
   const Layout& l = plan.layout;
-  if (plan.model.linear.delta)
-    return Status::BadInput("Megatron-LM: arguments for Gated DeltaNet models (" + plan.model.model_type +
-                            ") are not emitted; use --format torchtitan, accelerate or deepspeed");
-  if (plan.model.is_hybrid() && plan.model.model_type != "nemotron_h")
-    return Status::BadInput("Megatron-LM: arguments for " + plan.model.model_type +
-                            " hybrids (Megatron's hybrid pattern, as written here, spells Nemotron-H's blocks only) are not emitted; "
-                            "use --format torchtitan, accelerate or deepspeed");
+  if (const std::string gap = MegatronLmGap(plan.model); !gap.empty())
+    return Status::BadInput("Megatron-LM: " + gap + "; use --format torchtitan, accelerate or deepspeed");
   if (plan.workload.lora_like())
     return Status::BadInput("Megatron-LM: pretrain_gpt.py has no LoRA; use --format accelerate or deepspeed");
   if (l.zero >= 2)

@@ -351,6 +351,14 @@ bool MegatronModelCode(const Layout& l) {
   return l.framework == Framework::kMegatron || l.stack == Stack::kMegatronDeepSpeed;
 }
 
+std::string MegatronLmGap(const ModelSpec& m) {
+  if (m.linear.delta) return "arguments for Gated DeltaNet models (" + m.model_type + ") are not emitted";
+  if (m.is_hybrid() && m.model_type != "nemotron_h")
+    return "arguments for " + m.model_type +
+           " hybrids (Megatron's hybrid pattern, as written here, spells Nemotron-H's blocks only) are not emitted";
+  return "";
+}
+
 bool TorchtitanItself(const Layout& l) { return l.framework == Framework::kTorchtitan && l.stack == Stack::kNative; }
 
 std::string_view RecomputeName(Recompute r) {

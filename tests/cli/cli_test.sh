@@ -92,6 +92,15 @@ check emit-lora 0 -- "$bin" emit "$tmp/lora.yaml" -o "$tmp/lora-out"
 check plan-lora-megatron 0 -- "$bin" plan --model llama-3.1-8b --cluster dgx-h100 --workload lora --top 1 --frameworks megatron --json
 json plan-lora-megatron-asked 'j["frameworks"] == ["megatron"] and "assumed" not in j'
 
+# a model the emitted Megatron-LM arguments cannot build is planned on the other frameworks
+cat > "$tmp/falcon-h1.json" <<'JSON'
+{"model_type": "falcon_h1", "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 8,
+ "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 32768,
+ "mamba_d_ssm": 1024, "mamba_n_heads": 16, "mamba_d_head": 64, "mamba_d_state": 128}
+JSON
+check plan-hybrid 0 -- "$bin" plan --model "$tmp/falcon-h1.json" --cluster dgx-h100 --top 1 --json
+json plan-hybrid-frameworks '"megatron" not in j["frameworks"] and "falcon_h1 hybrids" in j["assumed"][0]'
+
 # nothing fits is an answer, with what came closest and what would fix it
 check plan-nothing 1 -- "$bin" plan --model llama-3.1-405b --cluster dgx-h100 --seq-len 8192
 expect plan-nothing-text "$tmp/out" "NOTHING FITS"
@@ -166,6 +175,9 @@ expect capacity-train-price "$tmp/out" "price h100-sxm-80gb: CoreWeave"
 check capacity-json 0 -- "$bin" capacity --model llama-3.1-8b --tokens 2T --deadline 5d --global-batch 512 --gpu h100 --price h100=2.5/h --max-gpus 1024 --json
 json capacity-json-answer 'j["meets"] and j["kinds"][0]["answer"]["meets"] and j["kinds"][0]["answer"]["train_days"] <= 5 and j["kinds"][0]["price"]["per_gpu_hour"] == 2.5 and abs(j["kinds"][0]["answer"]["cost_usd"] - 2.5 * j["kinds"][0]["answer"]["gpu_hours"]) < 1e-6 * j["kinds"][0]["answer"]["cost_usd"]'
 json capacity-json-curve 'all(p["gpus"] % 8 == 0 for p in j["kinds"][0]["points"]) and [p["gpus"] for p in j["kinds"][0]["points"] if p["on_ladder"]][:4] == [8, 16, 32, 64]'
+# a layout naming its framework sweeps that framework (it once swept none: nothing fitted anywhere)
+check capacity-fixed-framework 0 -- "$bin" capacity --model llama-3.1-8b --tokens 2T --deadline 12d --global-batch 512 --gpu h100 --max-gpus 1024 --layout framework=fsdp --json
+json capacity-fixed-framework-fsdp 'j["meets"] and j["kinds"][0]["answer"]["layout"]["framework"] == "fsdp" and j["assumed"] == []'
 check capacity-serve 0 -- "$bin" capacity --model llama-3.1-70b --concurrency 64 --context 32768 --output-len 1024 --gpu h100 --max-gpus 64 --json
 json capacity-serve-kv 'j["kinds"][0]["answer"]["gpus"] == 16 and "KV cache binds" in j["kinds"][0]["points"][0]["miss"]'
 check capacity-none 1 -- "$bin" capacity --model llama-3.1-405b --tokens 15T --deadline 1d --gpu h100 --max-gpus 256
