@@ -204,11 +204,10 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   const ModelSpec& m = ctx.m;
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE. Falcon-H1 runs
-  // attention and Mamba-2 on one normed input, which both keep (saved once).
-  double attn = 0;
-  if (m.has_attention(layer)) attn += AttentionBytes(ctx, d, NormPair(d));
-  if (m.has_linear_mixer(layer)) attn += LinearMixerBytes(ctx, d);
-  if (m.has_attention(layer) && m.has_linear_mixer(layer)) attn -= NormPair(d) * d.s * d.b * d.h / d.sp_div;
+  // attention and Mamba-2 on one normed input, saved once (with the mixer's).
+  const bool mixer = m.has_linear_mixer(layer);
+  double attn = mixer ? LinearMixerBytes(ctx, d) : 0;
+  if (m.has_attention(layer)) attn += AttentionBytes(ctx, d, mixer ? 0 : NormPair(d));
   double mlp = m.has_ffn(layer) ? MlpBytes(ctx, layer, d) : 0;
   // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
   // compiled, the upcast is fused into the norm and recomputed.

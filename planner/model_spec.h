@@ -130,6 +130,9 @@ struct ModelSpec {
     int64_t inner() const { return heads * head_dim; }
     int64_t conv_dim() const { return inner() + 2 * groups * state; }                   // x (v), B (k), C (q)
     int64_t in_proj() const { return inner() + conv_dim() + (delta ? 2 : 1) * heads; }  // z, xBC, dt (beta, a)
+    // Elements per token that context parallelism's all-to-alls move, there (in_proj's output)
+    // and back (y): the time model prices them and the validator runs them.
+    int64_t cp_exchange() const { return in_proj() + inner(); }
     bool operator==(const LinearMixer&) const = default;
   };
   LinearMixer linear;

@@ -132,7 +132,7 @@ LayerKind MakeKind(const Ctx& x, int64_t layer) {
     // Megatron-core's Mamba context parallelism (ssm/mamba_context_parallel.py) trades the
     // sequence shard for a head shard around the scan: an all-to-all of in_proj's output to
     // head-sharded full sequences, and one of y back.
-    const double width = static_cast<double>(m.linear.in_proj() + m.linear.inner()) / x.tp;
+    const double width = static_cast<double>(m.linear.cp_exchange()) / x.tp;
     k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
   if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.ep > 1) {  // token dispatch or combine

@@ -76,7 +76,7 @@ void AddContextParallel(const Plan& p, const CommShape& s, std::vector<Collectiv
   // time model's all-to-alls (Megatron-core's mamba_context_parallel.py).
   const int64_t mixers = s.linear_layers * s.micro;
   if (mixers == 0) return;
-  const int64_t width = (m.linear.in_proj() + m.linear.inner()) / p.layout.tp;
+  const int64_t width = m.linear.cp_exchange() / p.layout.tp;
   const int64_t a2a = s.tokens * width * s.act_bytes;
   Add(out, "cp_all_to_all_mixer_fwd", "cp", CollectiveKind::kAllToAll, a2a, s.act_bytes, Phase::kForward, mixers,
       "linear mixers: in_proj's output to head shards and y back, tokens x (in_proj + inner) / TP");

@@ -829,20 +829,28 @@ Status ReadQwenVision(const Document& doc, const YAML::Node& node, const std::st
   return Status::Ok();
 }
 
+// A transformers ViT config of the CLIP / SigLIP family (CLIPVisionConfig, SiglipVisionConfig):
+// the same keys, each family's own defaults.
+struct VitDefaults {
+  int64_t depth, width, intermediate, patch, image;
+};
+Status ReadVitWidths(const Reader& r, const VitDefaults& d, ModelSpec::VisionTower& v) {
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", d.depth, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", d.width, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", d.intermediate, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", d.patch, 1, 256));
+  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", d.image, 1, 1 << 14));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  return Status::Ok();
+}
+
 // Gemma 3's vision_config (SiglipVisionConfig, as every Gemma 3 VLM publishes it: 27 layers
 // of 1,152, MLP 4,304, 14-pixel patches of 896-pixel images); its projector maps to the text
 // width, set once the text tower is read.
 Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::VisionTower& v) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
-  const Reader r{doc, cfg};
   v.kind = "gemma3";
-  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 27, 1, kMaxVisionDepth));
-  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1152, 1, kMaxVisionWidth));
-  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4304, 1, kMaxVisionWidth));
-  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 14, 1, 256));
-  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 896, 1, 1 << 14));
-  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
-  return Status::Ok();
+  return ReadVitWidths(Reader{doc, cfg}, {27, 1152, 4304, 14, 896}, v);
 }
 
 // Qwen3.5's ViT (transformers Qwen3_5VisionModel, Qwen3-VL's): a biased Conv3d patch embedding,
@@ -887,8 +895,8 @@ Status ReadClipVision(const Document& doc, const YAML::Node& root, ModelSpec::Vi
     v.feature_layers = static_cast<int64_t>(taps.size());
   }
   if (!cfg.IsDefined() || cfg.IsNull()) {
-    v.depth = 24, v.width = 1024, v.intermediate = 4096, v.patch = 14, v.image = 336, v.in_channels = 3;
-    return Status::Ok();
+    const YAML::Node none(YAML::NodeType::Map);
+    return ReadVitWidths(Reader{doc, none}, {24, 1024, 4096, 14, 336}, v);
   }
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
   const Reader r{doc, cfg};
@@ -896,13 +904,7 @@ Status ReadClipVision(const Document& doc, const YAML::Node& root, ModelSpec::Vi
   if (tower != "clip_vision_model")
     return doc.ErrorAt(cfg["model_type"], "vision_config.model_type: \"" + tower + "\" is not modelled under " + kind +
                                               " (supported: clip_vision_model)");
-  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 12, 1, kMaxVisionDepth));
-  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 768, 1, kMaxVisionWidth));
-  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 3072, 1, kMaxVisionWidth));
-  SP_ASSIGN_OR_RETURN(v.patch, r.Int("patch_size", 32, 1, 256));
-  SP_ASSIGN_OR_RETURN(v.image, r.Int("image_size", 224, 1, 1 << 14));
-  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
-  return Status::Ok();
+  return ReadVitWidths(r, {12, 768, 3072, 32, 224}, v);
 }
 
 // Mistral 3's Pixtral encoder (PixtralVisionConfig under Mistral3Config; Mistral Small 3.1's
