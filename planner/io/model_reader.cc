@@ -46,6 +46,13 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"minimax_m2", {200064, 3072, 1536, 62, 48, 8, 128, 196608, false, "MiniMaxM2DecoderLayer"}},
       {"gpt2", {50257, 768, 0, 12, 12, 0, 0, 1024, true, "GPT2Block"}},
       {"gpt_neox", {50432, 6144, 24576, 44, 64, 0, 0, 2048, false, "GPTNeoXLayer"}},
+      // GPTJConfig (GPT-J-6B), CodeGenConfig, GPTNeoConfig (GPT-Neo 1.3B's widths) and
+      // GPTBigCodeConfig (GPT-2's widths): their MLPs are 4h wide unless n_inner /
+      // intermediate_size say otherwise (ReadGptj, ReadGptNeo, ReadGptBigCode).
+      {"gptj", {50400, 4096, 0, 28, 16, 0, 0, 2048, false, "GPTJBlock"}},
+      {"codegen", {50400, 4096, 0, 28, 16, 0, 0, 2048, false, "CodeGenBlock"}},
+      {"gpt_neo", {50257, 2048, 0, 24, 16, 0, 0, 2048, true, "GPTNeoBlock"}},
+      {"gpt_bigcode", {50257, 768, 0, 12, 12, 0, 0, 1024, true, "GPTBigCodeBlock"}},
       {"opt", {50272, 768, 3072, 12, 12, 0, 0, 2048, true, "OPTDecoderLayer"}},
       {"bloom", {250880, 64, 0, 2, 8, 0, 0, 0, true, "BloomBlock"}},
       {"mpt", {50368, 2048, 8192, 24, 16, 0, 0, 2048, true, "MptBlock"}},
@@ -158,7 +165,8 @@ const std::vector<std::string> kCommonKeys = {
     "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices", "vision_feature_layer",
     "multimodal_projector_bias", "mamba_d_ssm", "mamba_rms_norm", "mamba_norm_before_gate", "projectors_bias",
     "lm_head_multiplier", "mlp_multipliers", "key_multiplier", "attention_out_multiplier", "attention_in_multiplier",
-    "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier"};
+    "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier", "rotary_dim", "n_ctx", "num_heads",
+    "attention_types", "attention_layers", "window_size"};
 
 struct Reader {
   const Document& doc;
@@ -728,6 +736,81 @@ Status ReadGpt2(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
+// GPT-J and CodeGen (transformers modeling_gptj.py, modeling_codegen.py): q, k, v and out
+// projections without biases (CodeGen fuses q/k/v into one qkv_proj), fc_in and fc_out with
+// biases, one LayerNorm (ln_1) feeding attention and the gelu_new MLP in parallel, rotary
+// positions over rotary_dim of each head (no parameters), ln_f and an untied lm_head with a
+// bias. Neither modeling file has an SDPA path: attention is eager unless a run asks for
+// flash_attention_2. GPT-J-6B counts 6,050,882,784 parameters, CodeGen-6B 7,064,213,504.
+Status ReadGptj(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  m.norms_per_layer = 1;
+  m.parallel_residual = true;
+  m.mlp_bias = true;
+  m.head_bias = true;
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.attention_impl = AttentionImpl::kEager;
+  return ReadDtype(r, m);
+}
+
+// GPT-Neo (transformers modeling_gpt_neo.py): q, k and v without biases, out_proj with one,
+// c_fc and c_proj with biases, ln_1 and ln_2 LayerNorms, learned positions (wpe of
+// max_position_embeddings rows), ln_f, the head tied to wte. attention_types alternates global
+// and local layers; the local ones mask the scores to window_size keys but, eager (the file has
+// no SDPA path), still compute and hold all of them, so they are priced as global ones.
+// GPT-Neo 1.3B counts 1,315,575,808 parameters, 2.7B 2,651,307,520.
+Status ReadGptNeo(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  m.o_bias = m.mlp_bias = true;
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.position = PositionKind::kLearned;
+  m.attention_impl = AttentionImpl::kEager;
+  return ReadDtype(r, m);
+}
+
+// GPTBigCode, StarCoder and SantaCoder (transformers modeling_gpt_bigcode.py): GPT-2's block
+// with one fused c_attn of h + 2 x head_dim rows under multi_query (one KV head, the default),
+// else 3h; biases on every Linear; learned positions; the head tied to wte. It attends through
+// SDPA. StarCoder (15.5B) counts 15,517,456,384 parameters.
+Status ReadGptBigCode(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  SP_ASSIGN_OR_RETURN(bool multi_query, r.Bool("multi_query", true));
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  m.kv_heads = multi_query ? 1 : m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.position = PositionKind::kLearned;
+  return ReadDtype(r, m);
+}
+
 Status ReadOpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
   SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
@@ -928,6 +1011,11 @@ Status ReadPixtralVision(const Document& doc, const YAML::Node& root, ModelSpec:
 // hidden size (their configs carry no head_dim).
 bool GptStyle(const std::string& type) {
   return type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom" || type == "mpt";
+}
+
+// GPT-J, CodeGen, GPT-Neo and GPTBigCode, read whole by their own readers: no head_dim key either.
+bool GptEra(const std::string& type) {
+  return type == "gptj" || type == "codegen" || type == "gpt_neo" || type == "gpt_bigcode";
 }
 
 // Family traits that are not config keys.
@@ -1298,6 +1386,12 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGpt2(r, m));
   } else if (*type == "opt") {
     SP_RETURN_IF_ERROR(ReadOpt(r, d, m));
+  } else if (*type == "gptj" || *type == "codegen") {
+    SP_RETURN_IF_ERROR(ReadGptj(r, d, m));
+  } else if (*type == "gpt_neo") {
+    SP_RETURN_IF_ERROR(ReadGptNeo(r, d, m));
+  } else if (*type == "gpt_bigcode") {
+    SP_RETURN_IF_ERROR(ReadGptBigCode(r, d, m));
   } else if (*type == "bloom") {
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
   } else if (*type == "mpt") {
@@ -1418,7 +1512,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   // GPT-style families read no head_dim key, so a stated one does not excuse heads that do
   // not divide the hidden size (fuzzing found a gpt2 config whose plan did not read back).
   if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" && m.model_type != "gemma" &&
-      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || !r.Has("head_dim")))
+      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || GptEra(*type) || !r.Has("head_dim")))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
   // Qwen3.5, Qwen3-VL and LLaVA-NeXT tie the head as the top-level config says (transformers reads the

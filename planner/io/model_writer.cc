@@ -182,6 +182,23 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     // largest width a config may state, and the reader derives it again.
     if (m.intermediate != 4 * m.hidden) o.Key("n_inner", m.intermediate);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
+  } else if (t == "gptj" || t == "codegen" || t == "gpt_bigcode") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("n_embd", m.hidden);
+    o.Key("n_layer", m.layers);
+    o.Key("n_head", m.heads);
+    o.Key("n_positions", m.max_positions);
+    if (m.intermediate != 4 * m.hidden) o.Key("n_inner", m.intermediate);  // absent: 4h, as GPT-2's
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    if (t == "gpt_bigcode") o.Bool("multi_query", m.kv_heads == 1 && m.heads != 1);
+  } else if (t == "gpt_neo") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("num_layers", m.layers);
+    o.Key("num_heads", m.heads);
+    o.Key("max_position_embeddings", m.max_positions);
+    if (m.intermediate != 4 * m.hidden) o.Key("intermediate_size", m.intermediate);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
   } else if (t == "opt") {
     o.Key("vocab_size", m.vocab);
     o.Key("hidden_size", m.hidden);

@@ -1131,5 +1131,98 @@ TEST(Dtype, AcceptsDtypeAndTorchDtype) {
   EXPECT_EQ(b->dtype, Dtype::kFp32);
 }
 
+// GPT-J-6B (EleutherAI/gpt-j-6b config.json, transformers modeling_gptj.py): 28 layers of h
+// 4096 and 16 heads; q/k/v/out without biases, fc_in/fc_out 4h with biases, one LayerNorm per
+// layer feeding attention and MLP in parallel; untied lm_head with a bias; vocab 50400.
+// Per layer 4h^2 + 8h^2 + 4h + h + 2h; wte, ln_f and the head: 6,050,882,784, the count
+// transformers builds. CodeGen-6B (Salesforce/codegen-6B-mono: 33 layers, vocab 51200, fused
+// qkv_proj of the same size): 7,064,213,504. Neither modeling file attends through SDPA.
+TEST(Families, GptjAndCodegen) {
+  auto m = FromJson(R"({"activation_function":"gelu_new","architectures":["GPTJForCausalLM"],"attn_pdrop":0.0,
+    "bos_token_id":50256,"embd_pdrop":0.0,"eos_token_id":50256,"gradient_checkpointing":false,
+    "initializer_range":0.02,"layer_norm_epsilon":1e-05,"model_type":"gptj","n_embd":4096,"n_head":16,
+    "n_inner":null,"n_layer":28,"n_positions":2048,"resid_pdrop":0.0,"rotary":true,"rotary_dim":64,
+    "scale_attn_weights":true,"summary_activation":null,"summary_first_dropout":0.1,
+    "summary_proj_to_labels":true,"summary_type":"cls_index","summary_use_proj":true,
+    "tie_word_embeddings":false,"tokenizer_class":"GPT2Tokenizer","transformers_version":"4.18.0.dev0",
+    "use_cache":true,"vocab_size":50400})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 4096;
+  const int64_t layer = 4 * h * h + 2 * h * 4 * h + 4 * h + h + 2 * h;
+  EXPECT_EQ(CountParams(*m).total, 28 * layer + 50400 * h + 2 * h + 50400 * h + 50400);
+  EXPECT_EQ(CountParams(*m).total, 6'050'882'784);
+  EXPECT_TRUE(m->parallel_residual);
+  EXPECT_EQ(m->norms_per_layer, 1);
+  EXPECT_EQ(m->attention_impl, AttentionImpl::kEager);
+  EXPECT_EQ(m->decoder_layer_class, "GPTJBlock");
+  ExpectReadsBack(*m);
+  auto c = FromJson(R"({"activation_function":"gelu_new","architectures":["CodeGenForCausalLM"],"attn_pdrop":0.0,"bos_token_id":1,
+    "embd_pdrop":0.0,"eos_token_id":50256,"gradient_checkpointing":false,"initializer_range":0.02,
+    "layer_norm_epsilon":1e-05,"model_type":"codegen","n_ctx":2048,"n_embd":4096,"n_head":16,"n_inner":null,
+    "n_layer":33,"n_positions":2048,"resid_pdrop":0.0,"rotary_dim":64,"scale_attn_weights":true,
+    "tie_word_embeddings":false,"tokenizer_class":"GPT2Tokenizer","torch_dtype":"float16",
+    "transformers_version":"4.21.0.dev0","use_cache":true,"vocab_size":51200})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(CountParams(*c).total, 7'064'213'504);
+  EXPECT_EQ(c->decoder_layer_class, "CodeGenBlock");
+  ExpectReadsBack(*c);
+}
+
+// GPT-Neo 2.7B (EleutherAI/gpt-neo-2.7B config.json, modeling_gpt_neo.py): 32 layers of h 2560,
+// 20 heads, q/k/v without biases and out_proj with one, a 4h GELU MLP with biases, two
+// LayerNorms, 2,048 learned positions, the head tied: 2,651,307,520. Its local layers
+// (attention_types) mask to window_size keys but compute all scores, eagerly.
+TEST(Families, GptNeo) {
+  auto m = FromJson(R"({"activation_function":"gelu_new","architectures":["GPTNeoForCausalLM"],"attention_dropout":0,
+    "attention_layers":["global","local","global","local","global","local","global","local","global","local",
+    "global","local","global","local","global","local","global","local","global","local","global","local",
+    "global","local","global","local","global","local","global","local","global","local"],
+    "attention_types":[[["global","local"],16]],"bos_token_id":50256,"embed_dropout":0,"eos_token_id":50256,
+    "gradient_checkpointing":false,"hidden_size":2560,"initializer_range":0.02,"intermediate_size":null,
+    "layer_norm_epsilon":1e-05,"max_position_embeddings":2048,"model_type":"gpt_neo","num_heads":20,
+    "num_layers":32,"resid_dropout":0,"summary_activation":null,"summary_first_dropout":0.1,
+    "summary_proj_to_labels":true,"summary_type":"cls_index","summary_use_proj":true,
+    "tokenizer_class":"GPT2Tokenizer","transformers_version":"4.5.0.dev0","use_cache":true,"vocab_size":50257,
+    "window_size":256})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 2560;
+  const int64_t layer = 4 * h * h + h + 8 * h * h + 4 * h + h + 4 * h;
+  EXPECT_EQ(CountParams(*m).total, 32 * layer + 50257 * h + 2048 * h + 2 * h);
+  EXPECT_EQ(CountParams(*m).total, 2'651'307'520);
+  EXPECT_EQ(m->sliding_window, 0);
+  EXPECT_EQ(m->attention_impl, AttentionImpl::kEager);
+  ExpectReadsBack(*m);
+}
+
+// StarCoder (bigcode/starcoder config.json, modeling_gpt_bigcode.py): 40 layers of h 6144, 48
+// heads sharing one KV head (multi_query), c_attn h x (h + 2 x 128) and every Linear biased,
+// a 24,576-wide MLP, 8,192 learned positions, vocab 49152, tied: 15,517,456,384.
+TEST(Families, GptBigCode) {
+  auto m = FromJson(R"({"activation_function":"gelu_pytorch_tanh","architectures":["GPTBigCodeForCausalLM"],
+    "attention_softmax_in_fp32":true,"attn_pdrop":0.1,"bos_token_id":0,"embd_pdrop":0.1,"eos_token_id":0,
+    "inference_runner":0,"initializer_range":0.02,"layer_norm_epsilon":1e-05,"max_batch_size":null,
+    "max_sequence_length":null,"model_type":"gpt_bigcode","multi_query":true,"n_embd":6144,"n_head":48,
+    "n_inner":24576,"n_layer":40,"n_positions":8192,"pad_key_length":true,"pre_allocate_kv_cache":false,
+    "resid_pdrop":0.1,"scale_attention_softmax_in_fp32":true,"scale_attn_weights":true,
+    "summary_activation":null,"summary_first_dropout":0.1,"summary_proj_to_labels":true,
+    "summary_type":"cls_index","summary_use_proj":true,"torch_dtype":"float32","transformers_version":"4.28.1",
+    "use_cache":true,"validate_runner_input":true,"vocab_size":49152})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 6144, kv = 128;
+  const int64_t layer = h * (h + 2 * kv) + (h + 2 * kv) + h * h + h + 2 * h * 24576 + 24576 + h + 4 * h;
+  EXPECT_EQ(CountParams(*m).total, 40 * layer + 49152 * h + 8192 * h + 2 * h);
+  EXPECT_EQ(CountParams(*m).total, 15'517'456'384);
+  EXPECT_EQ(m->kv_heads, 1);
+  EXPECT_EQ(m->dtype, Dtype::kFp32);
+  EXPECT_EQ(m->attention_impl, AttentionImpl::kUnstated);
+  ExpectReadsBack(*m);
+  // multi_query false: c_attn is 3h wide, every head its own KV.
+  auto mha = FromJson(R"({"model_type":"gpt_bigcode","n_embd":256,"n_head":4,"n_layer":2,"multi_query":false,"vocab_size":100})");
+  ASSERT_TRUE(mha.ok()) << mha.status().message();
+  EXPECT_EQ(mha->kv_heads, 4);
+  EXPECT_EQ(CountParams(*mha).total, 2 * (4 * 256 * 256 + 4 * 256 + 8 * 256 * 256 + 5 * 256 + 4 * 256) + 100 * 256 + 1024 * 256 + 2 * 256);
+  ExpectReadsBack(*mha);
+}
+
 }  // namespace
 }  // namespace shardplan
