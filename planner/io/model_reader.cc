@@ -110,6 +110,23 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // by default, ReadQwenMoe). Whether the head is tied is the top-level config's to say.
       {"qwen3_vl_text", {151936, 4096, 22016, 32, 32, 32, 128, 128000, false, "Qwen3VLTextDecoderLayer"}},
       {"qwen3_vl_moe_text", {151936, 2048, 5632, 24, 16, 16, 0, 128000, false, "Qwen3VLMoeTextDecoderLayer"}},
+      // Llama-shaped families with their own twists (ApplyFamily and the dispatch in
+      // ParseModelNode): GlmConfig and Glm4Config (GLM-4 in transformers' own format, GLM-4-0414),
+      // StableLmConfig, Cohere2Config (Command R7B, Command A), SmolLM3Config, SeedOssConfig,
+      // Exaone4Config, Olmo3Config, Ernie4_5Config, PhimoeConfig (Phi-3.5-MoE).
+      {"glm", {151552, 4096, 13696, 40, 32, 2, 128, 131072, false, "GlmDecoderLayer"}},
+      {"glm4", {151552, 4096, 13696, 40, 32, 2, 128, 131072, false, "Glm4DecoderLayer"}},
+      {"stablelm", {50304, 2560, 6912, 32, 32, 0, 0, 4096, false, "StableLmDecoderLayer"}},
+      {"cohere2", {256000, 8192, 22528, 40, 64, 0, 0, 8192, true, "Cohere2DecoderLayer"}},
+      {"smollm3", {128256, 2048, 11008, 36, 16, 4, 0, 32768, true, "SmolLM3DecoderLayer"}},
+      {"seed_oss", {155136, 4096, 27648, 64, 80, 8, 128, 524288, false, "SeedOssDecoderLayer"}},
+      {"exaone4", {102400, 4096, 16384, 32, 32, 0, 0, 2048, false, "Exaone4DecoderLayer"}},
+      {"olmo3", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo3DecoderLayer"}},
+      {"ernie4_5", {103424, 1024, 3072, 18, 16, 2, 128, 131072, true, "Ernie4_5DecoderLayer"}},
+      {"phimoe", {32064, 4096, 6400, 32, 32, 8, 0, 131072, false, "PhimoeDecoderLayer"}},
+      // DbrxConfig (ReadDbrx): d_model 2048, 16 heads, 24 layers; attn_config and ffn_config
+      // carry the KV heads and the experts.
+      {"dbrx", {32000, 2048, 3584, 24, 16, 1, 0, 2048, false, "DbrxBlock"}},
   };
   return t;
 }
@@ -165,8 +182,10 @@ const std::vector<std::string> kCommonKeys = {
     "residual_multiplier", "attention_multiplier", "logits_scaling", "attn_layer_indices", "vision_feature_layer",
     "multimodal_projector_bias", "mamba_d_ssm", "mamba_rms_norm", "mamba_norm_before_gate", "projectors_bias",
     "lm_head_multiplier", "mlp_multipliers", "key_multiplier", "attention_out_multiplier", "attention_in_multiplier",
-    "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier", "rotary_dim", "n_ctx", "num_heads",
-    "attention_types", "attention_layers", "window_size"};
+    "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier", "rotary_dim", "rotary_pct", "rope_pct", "rotary_emb_base", "n_ctx", "num_heads",
+    "attention_types", "attention_layers", "window_size", "use_qkv_bias", "use_parallel_residual",
+    "attention_out_bias", "lm_head_bias", "use_sliding_window", "no_rope_layers", "no_rope_layer_interval",
+    "ffn_config"};
 
 struct Reader {
   const Document& doc;
@@ -763,6 +782,86 @@ Status ReadGptj(const Reader& r, const Defaults& d, ModelSpec& m) {
   return ReadDtype(r, m);
 }
 
+// Sliding-window attention with every N-th layer global (ModelSpec::sliding_window_pattern), as
+// layer_types lists it ("sliding_attention" / "full_attention": Cohere 2, EXAONE 4, OLMo 3,
+// SmolLM3) or sliding_window_pattern says, as a count or as EXAONE 4's letters ("LLLG": three
+// local layers, then a global one). `fallback` is the family's pattern when neither is given.
+// No sliding layer, or no window, is full attention everywhere.
+Status ReadSlidingLayers(const Reader& r, ModelSpec& m, int64_t fallback) {
+  if (r.Has("layer_types")) {
+    const YAML::Node types = r.node["layer_types"];
+    const std::string expected = "layer_types: expected " + std::to_string(m.layers) +
+                                 " entries (one per layer), \"sliding_attention\" or \"full_attention\"";
+    if (!types.IsSequence() || static_cast<int64_t>(types.size()) != m.layers) return r.doc.ErrorAt(types, expected);
+    std::vector<bool> full;
+    for (const auto& t : types) {
+      const std::string name = t.IsScalar() ? t.Scalar() : "";
+      if (name != "full_attention" && name != "sliding_attention")
+        return r.doc.ErrorAt(t, expected + ", got \"" + name + "\"");
+      full.push_back(name == "full_attention");
+    }
+    const auto first_full = std::find(full.begin(), full.end(), true);
+    const int64_t every = first_full == full.end() ? 0 : (first_full - full.begin()) + 1;
+    for (size_t i = 0; i < full.size(); ++i)
+      if (full[i] != (every > 0 && (static_cast<int64_t>(i) + 1) % every == 0))
+        return r.doc.ErrorAt(types[i], "layer_types: expected \"full_attention\" in every " + std::to_string(every) +
+                                           "th layer (layers " + std::to_string(every - 1) + ", " +
+                                           std::to_string(2 * every - 1) + ", ... from 0) and \"sliding_attention\" "
+                                           "in the others, the interleaving shardplan models");
+    if (every == 1) m.sliding_window = 0;
+    m.sliding_window_pattern = static_cast<int>(every);
+  } else if (r.Has("sliding_window_pattern")) {
+    const YAML::Node p = r.node["sliding_window_pattern"];
+    const std::string letters = p.IsScalar() ? p.Scalar() : "";
+    if (!letters.empty() && letters.back() == 'G' && letters.find_first_not_of('L') == letters.size() - 1) {
+      m.sliding_window_pattern = static_cast<int>(letters.size());
+    } else {
+      SP_ASSIGN_OR_RETURN(int64_t every, r.Int("sliding_window_pattern", fallback, 0, kMaxLayers));
+      m.sliding_window_pattern = static_cast<int>(every);
+    }
+  } else {
+    m.sliding_window_pattern = static_cast<int>(fallback);
+  }
+  if (m.sliding_window == 0) m.sliding_window_pattern = 0;
+  return Status::Ok();
+}
+
+// DBRX (transformers modeling_dbrx.py): a fused Wqkv of heads + 2 x kv_n_heads heads and
+// out_proj, both without biases; norm_1 and norm_2 LayerNorms without bias; every layer an MoE
+// of moe_num_experts SwiGLU experts (w1, v1, w2) of ffn_hidden_size behind a bias-free router;
+// an untied head. DBRX counts 131,596,523,520 parameters.
+Status ReadDbrx(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("d_model", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_seq_len", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  m.kv_heads = d.kv_heads;
+  m.expert_intermediate = d.intermediate;
+  m.experts = 4;
+  m.experts_per_token = 1;
+  for (const char* section : {"attn_config", "ffn_config"}) {
+    const YAML::Node sub = r.node[section];
+    if (!sub.IsDefined() || sub.IsNull()) continue;
+    SP_RETURN_IF_ERROR(r.doc.ExpectMap(sub, section));
+    Reader in{r.doc, sub};
+    if (std::string(section) == "attn_config") {
+      SP_ASSIGN_OR_RETURN(m.kv_heads, in.Int("kv_n_heads", d.kv_heads, 1, 1 << 16));
+    } else {
+      SP_ASSIGN_OR_RETURN(m.expert_intermediate, in.Int("ffn_hidden_size", d.intermediate, 1, kMaxDim));
+      SP_ASSIGN_OR_RETURN(m.experts, in.Int("moe_num_experts", 4, 1, 1 << 16));
+      SP_ASSIGN_OR_RETURN(m.experts_per_token, in.Int("moe_top_k", 1, 1, m.experts));
+    }
+  }
+  m.intermediate = m.expert_intermediate;
+  m.head_dim = m.hidden / m.heads;
+  m.norm = NormKind::kLayer;
+  m.norm_bias = false;
+  MarkAllMoe(m);
+  return ReadDtype(r, m);
+}
+
 // GPT-Neo (transformers modeling_gpt_neo.py): q, k and v without biases, out_proj with one,
 // c_fc and c_proj with biases, ln_1 and ln_2 LayerNorms, learned positions (wpe of
 // max_position_embeddings rows), ln_f, the head tied to wte. attention_types alternates global
@@ -1013,9 +1112,11 @@ bool GptStyle(const std::string& type) {
   return type == "gpt2" || type == "gpt_neox" || type == "opt" || type == "bloom" || type == "mpt";
 }
 
-// GPT-J, CodeGen, GPT-Neo and GPTBigCode, read whole by their own readers: no head_dim key either.
+// GPT-J, CodeGen, GPT-Neo, GPTBigCode, StableLM and DBRX split the hidden size into their heads
+// whatever a head_dim key says.
 bool GptEra(const std::string& type) {
-  return type == "gptj" || type == "codegen" || type == "gpt_neo" || type == "gpt_bigcode";
+  return type == "gptj" || type == "codegen" || type == "gpt_neo" || type == "gpt_bigcode" || type == "stablelm" ||
+         type == "dbrx";
 }
 
 // Family traits that are not config keys.
@@ -1049,7 +1150,11 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
   }
   // OLMo, OLMo-2 and Cohere keep llama's keys (attention_bias on q/k/v/o); their MLPs have no
   // bias whatever mlp_bias says.
-  if (type == "olmo" || type == "olmo2" || type == "cohere") m.mlp_bias = false;
+  if (type == "olmo" || type == "olmo2" || type == "olmo3" || type == "cohere" || type == "cohere2") m.mlp_bias = false;
+  // EXAONE 4 (modeling_exaone4.py): per-head q_norm and k_norm of head_dim; post_attention and
+  // post_feedforward norms after each block in place of pre-norms. EXAONE-4.0-32B counts
+  // 32,003,216,384 parameters.
+  if (type == "exaone4") m.qk_norm = true;
   // OLMo-1 (transformers modeling_olmo.py): OlmoLayerNorm is F.layer_norm with neither weight
   // nor bias, so its input, post-attention and final norms hold no parameters: counted as
   // none. OLMo-7B-hf counts 6,888,095,744 parameters.
@@ -1062,7 +1167,9 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
   // projections (heads x d and KV heads x d), not per head; post_attention_layernorm and
   // post_feedforward_layernorm sit after each block (norms of the output, same count as
   // pre-norms), then a final norm. OLMo-2-1124-7B counts 7,298,617,344 parameters.
-  if (type == "olmo2") m.qk_norm_whole = true;
+  // OLMo 3 (modeling_olmo3.py) keeps OLMo-2's layer and slides in three of every four
+  // layers. Olmo-3-1025-7B counts 7,298,011,136 parameters.
+  if (type == "olmo2" || type == "olmo3") m.qk_norm_whole = true;
   // Phi-1/1.5/2 (modeling_phi.py): q/k/v/dense and fc1/fc2 all with biases, one LayerNorm
   // (weight and bias) feeding attention and the gelu_new MLP in parallel, partial rotary
   // (partial_rotary_factor, no parameters), final_layernorm, an lm_head with a bias.
@@ -1080,7 +1187,9 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
   // input_layernorm feeds attention and the SwiGLU MLP in parallel; the head is tied by
   // default; logit_scale multiplies the logits (a constant, no parameter).
   // c4ai-command-r-v01 counts 34,980,831,232 parameters.
-  if (type == "cohere") {
+  // Cohere 2 (Command R7B, Command A; modeling_cohere2.py) keeps that layer, with no q/k norms,
+  // and slides in three of every four layers. c4ai-command-r7b-12-2024 counts 8,028,033,024.
+  if (type == "cohere" || type == "cohere2") {
     m.norm = NormKind::kLayer;
     m.norm_bias = false;
     m.norms_per_layer = 1;
@@ -1392,6 +1501,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGptNeo(r, d, m));
   } else if (*type == "gpt_bigcode") {
     SP_RETURN_IF_ERROR(ReadGptBigCode(r, d, m));
+  } else if (*type == "dbrx") {
+    SP_RETURN_IF_ERROR(ReadDbrx(r, d, m));
   } else if (*type == "bloom") {
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
   } else if (*type == "mpt") {
@@ -1409,6 +1520,64 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   }
   if (*type == "gpt_neox") {
     SP_ASSIGN_OR_RETURN(m.parallel_residual, r.Bool("use_parallel_residual", true));
+  }
+  // GLM (GLM-4 in transformers' format) and GLM-4-0414: attention_bias (default true) biases q,
+  // k and v; o_proj never. GLM-4-0414 adds post_self_attn_layernorm and post_mlp_layernorm.
+  // glm-4-9b-chat-hf counts 9,399,951,360 parameters, GLM-4-32B-0414 32,566,487,552.
+  if (*type == "glm" || *type == "glm4") {
+    SP_ASSIGN_OR_RETURN(m.qkv_bias, r.Bool("attention_bias", true));
+    m.o_bias = false;
+    if (*type == "glm4") m.norms_per_layer = 4;
+  }
+  // StableLM (modeling_stablelm.py): heads of hidden / heads; q/k/v biased under use_qkv_bias,
+  // o_proj never; LayerNorms with weight and bias; under use_parallel_residual one input norm
+  // feeds attention and the SwiGLU MLP; qk_layernorm is a LayerNorm (weight only) per head,
+  // heads x d and KV heads x d weights in all. stablelm-2-1_6b counts 1,644,515,328,
+  // stablelm-2-12b 12,143,185,920.
+  if (*type == "stablelm") {
+    m.head_dim = m.hidden / m.heads;
+    SP_ASSIGN_OR_RETURN(m.qkv_bias, r.Bool("use_qkv_bias", false));
+    m.o_bias = false;
+    SP_ASSIGN_OR_RETURN(m.qk_norm_whole, r.Bool("qk_layernorm", false));
+    SP_ASSIGN_OR_RETURN(m.parallel_residual, r.Bool("use_parallel_residual", false));
+    m.norms_per_layer = m.parallel_residual ? 1 : 2;
+    m.norm = NormKind::kLayer;
+  }
+  // Seed-OSS (modeling_seed_oss.py): attention_bias (default true) on q, k and v,
+  // attention_out_bias on o_proj. Seed-OSS-36B counts 36,151,104,512 parameters.
+  if (*type == "seed_oss") {
+    SP_ASSIGN_OR_RETURN(m.qkv_bias, r.Bool("attention_bias", true));
+    SP_ASSIGN_OR_RETURN(m.o_bias, r.Bool("attention_out_bias", false));
+  }
+  // ERNIE 4.5 (modeling_ernie4_5.py): use_bias on every attention and MLP projection.
+  // ERNIE-4.5-0.3B counts 360,748,032 parameters.
+  if (*type == "ernie4_5") {
+    SP_ASSIGN_OR_RETURN(bool bias, r.Bool("use_bias", false));
+    m.qkv_bias = m.o_bias = m.mlp_bias = bias;
+  }
+  // SmolLM3 slides only under use_sliding_window (off in the published configs); Cohere 2, EXAONE 4
+  // and OLMo 3 slide in three of every four layers unless their configs say otherwise.
+  if (*type == "smollm3") {
+    SP_ASSIGN_OR_RETURN(bool sliding, r.Bool("use_sliding_window", false));
+    if (!sliding) m.sliding_window = 0;
+    SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 0));
+  }
+  if (*type == "cohere2" || *type == "exaone4" || *type == "olmo3") {
+    // Their config classes default to a 4,096-token window; a null one turns it off.
+    if (!node["sliding_window"].IsDefined()) m.sliding_window = 4096;
+    SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 4));
+  }
+  // Phi-3.5-MoE (modeling_phimoe.py): q/k/v/o biased under attention_bias; LayerNorms with
+  // weight and bias; every layer an MoE of num_local_experts SwiGLU experts of
+  // intermediate_size behind a bias-free router; lm_head biased under lm_head_bias.
+  // Phi-3.5-MoE-instruct counts 41,873,153,344 parameters.
+  if (*type == "phimoe") {
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts", 16, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 2, 1, m.experts));
+    SP_ASSIGN_OR_RETURN(m.head_bias, r.Bool("lm_head_bias", false));
+    m.expert_intermediate = m.intermediate;
+    m.norm = NormKind::kLayer;
+    MarkAllMoe(m);
   }
   if (*type == "cohere") {  // q_norm/k_norm: CohereLayerNorm weights of (heads, head_dim), (kv_heads, head_dim)
     SP_ASSIGN_OR_RETURN(m.qk_norm_whole, r.Bool("use_qk_norm", false));

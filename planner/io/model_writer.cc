@@ -40,8 +40,10 @@ void Common(Out& o, const ModelSpec& m) {
   o.Key("head_dim", m.head_dim);
   o.Key("max_position_embeddings", m.max_positions);
   o.Bool("tie_word_embeddings", m.tied_embeddings);
-  // GLM-4.5's attention_bias biases q, k and v only; elsewhere it is every projection's.
-  o.Bool("attention_bias", m.model_type == "glm4_moe" ? m.qkv_bias : m.o_bias);
+  // GLM's and Seed-OSS's attention_bias biases q, k and v only; elsewhere it is every projection's.
+  const std::string& t = m.model_type;
+  const bool qkv_only = t == "glm4_moe" || t == "glm" || t == "glm4" || t == "seed_oss";
+  o.Bool("attention_bias", qkv_only ? m.qkv_bias : m.o_bias);
   o.Bool("mlp_bias", m.mlp_bias);
   if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);
 }
@@ -199,6 +201,16 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("max_position_embeddings", m.max_positions);
     if (m.intermediate != 4 * m.hidden) o.Key("intermediate_size", m.intermediate);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
+  } else if (t == "dbrx") {
+    o.Key("vocab_size", m.vocab);
+    o.Key("d_model", m.hidden);
+    o.Key("n_layers", m.layers);
+    o.Key("n_heads", m.heads);
+    o.Key("max_seq_len", m.max_positions);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    o.Child("attn_config", "kv_n_heads", std::to_string(m.kv_heads));
+    o.Key("ffn_config", "{ffn_hidden_size: " + std::to_string(m.expert_intermediate) + ", moe_num_experts: " +
+                            std::to_string(m.experts) + ", moe_top_k: " + std::to_string(m.experts_per_token) + "}");
   } else if (t == "opt") {
     o.Key("vocab_size", m.vocab);
     o.Key("hidden_size", m.hidden);
@@ -271,6 +283,25 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     Common(o, m);
   }
   if (t == "gpt_neox") o.Bool("use_parallel_residual", m.parallel_residual);
+  if (t == "stablelm") {
+    o.Bool("use_qkv_bias", m.qkv_bias);
+    o.Bool("qk_layernorm", m.qk_norm_whole);
+    o.Bool("use_parallel_residual", m.parallel_residual);
+  }
+  if (t == "seed_oss") o.Bool("attention_out_bias", m.o_bias);
+  if (t == "ernie4_5") o.Bool("use_bias", m.o_bias);
+  if (t == "phimoe") {
+    o.Key("num_local_experts", m.experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Bool("lm_head_bias", m.head_bias);
+  }
+  // The sliding families: their window (these default to 4,096 when the key is absent), and
+  // every how many layers one is global.
+  if (t == "cohere2" || t == "exaone4" || t == "olmo3" || t == "smollm3") {
+    if (m.sliding_window == 0) o.Key("sliding_window", 0);
+    if (t == "smollm3") o.Bool("use_sliding_window", m.sliding_window > 0);
+    o.Key("sliding_window_pattern", m.sliding_window_pattern);
+  }
   if (t == "cohere") o.Bool("use_qk_norm", m.qk_norm_whole);
   if (t == "olmoe") {
     o.Key("num_experts", m.experts);

@@ -1224,5 +1224,222 @@ TEST(Families, GptBigCode) {
   ExpectReadsBack(*mha);
 }
 
+// Llama-shaped families, each with a published config.json and the count transformers 5.23
+// builds from it on the meta device.
+// GLM-4-9B in transformers' format (THUDM/glm-4-9b-chat-hf): q/k/v biased, o_proj not, the same
+// 9,399,951,360 as the remote-code chatglm config. GLM-4-32B-0414 (glm4) adds two post-norms
+// per layer: 32,566,487,552.
+TEST(Families, GlmAndGlm4) {
+  auto g = FromJson(R"({"model_type":"glm","architectures":["GlmForCausalLM"],"attention_bias":true,"attention_dropout":0.0,
+    "eos_token_id":[151329,151336,151338],"head_dim":128,"hidden_act":"silu","hidden_size":4096,
+    "initializer_range":0.02,"intermediate_size":13696,"max_position_embeddings":131072,
+    "num_attention_heads":32,"num_hidden_layers":40,"num_key_value_heads":2,"pad_token_id":151329,
+    "partial_rotary_factor":0.5,"rms_norm_eps":1.5625e-07,"rope_theta":10000.0,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","transformers_version":"4.46.0.dev0","use_cache":true,"vocab_size":151552})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(CountParams(*g).total, 9'399'951'360);
+  EXPECT_TRUE(g->qkv_bias);
+  EXPECT_FALSE(g->o_bias);
+  ExpectReadsBack(*g);
+  auto g4 = FromJson(R"({"model_type":"glm4","architectures":["Glm4ForCausalLM"],"attention_bias":true,"attention_dropout":0.0,
+    "eos_token_id":[151329,151336,151338],"head_dim":128,"hidden_act":"silu","hidden_size":6144,
+    "initializer_range":0.02,"intermediate_size":23040,"max_position_embeddings":32768,
+    "num_attention_heads":48,"num_hidden_layers":61,"num_key_value_heads":2,"pad_token_id":151329,
+    "partial_rotary_factor":0.5,"rms_norm_eps":1e-05,"rope_theta":10000.0,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","transformers_version":"4.51.3","use_cache":true,"vocab_size":151552})");
+  ASSERT_TRUE(g4.ok()) << g4.status().message();
+  const int64_t h = 6144, q = 48 * 128, kv = 2 * 128;
+  const int64_t layer = h * (q + 2 * kv) + q + 2 * kv + q * h + 3 * h * 23040 + 4 * h;
+  EXPECT_EQ(CountParams(*g4).total, 61 * layer + 2 * 151552 * h + h);
+  EXPECT_EQ(CountParams(*g4).total, 32'566'487'552);
+  EXPECT_EQ(g4->decoder_layer_class, "Glm4DecoderLayer");
+  ExpectReadsBack(*g4);
+}
+
+// StableLM 2: the 1.6B biases q/k/v and runs attention then MLP behind two LayerNorms
+// (1,644,515,328); the 12B runs them in parallel behind one, with per-head q/k LayerNorms and 8
+// KV heads (12,143,185,920).
+TEST(Families, StableLm) {
+  auto s = FromJson(R"({"model_type":"stablelm","architectures":["StableLmForCausalLM"],"bos_token_id":100257,
+    "eos_token_id":100257,"hidden_act":"silu","hidden_dropout":0.0,"hidden_size":2048,"initializer_range":0.02,
+    "intermediate_size":5632,"layer_norm_eps":1e-05,"max_position_embeddings":4096,"num_attention_heads":32,
+    "num_hidden_layers":24,"num_key_value_heads":32,"partial_rotary_factor":0.25,"qk_layernorm":false,
+    "rope_pct":0.25,"rope_theta":10000,"tie_word_embeddings":false,"torch_dtype":"float16","use_cache":true,
+    "use_parallel_residual":false,"use_qkv_bias":true,"vocab_size":100352,"attention_dropout":0.0})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  const int64_t h = 2048;
+  const int64_t layer = 4 * h * h + 3 * h + 3 * h * 5632 + 4 * h;
+  EXPECT_EQ(CountParams(*s).total, 24 * layer + 2 * 100352 * h + 2 * h);
+  EXPECT_EQ(CountParams(*s).total, 1'644'515'328);
+  EXPECT_EQ(s->dtype, Dtype::kFp16);
+  ExpectReadsBack(*s);
+  auto b = FromJson(R"({"model_type":"stablelm","architectures":["StableLmForCausalLM"],"bos_token_id":100257,
+    "eos_token_id":100257,"hidden_act":"silu","hidden_dropout":0.0,"hidden_size":5120,"initializer_range":0.01,
+    "intermediate_size":13824,"layer_norm_eps":1e-05,"max_position_embeddings":4096,"num_attention_heads":32,
+    "num_hidden_layers":40,"num_key_value_heads":8,"partial_rotary_factor":0.25,"qk_layernorm":true,
+    "rope_theta":10000,"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true,
+    "use_parallel_residual":true,"use_qkv_bias":false,"vocab_size":100352,"attention_dropout":0.0})");
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  EXPECT_EQ(CountParams(*b).total, 12'143'185'920);
+  EXPECT_TRUE(b->parallel_residual);
+  EXPECT_EQ(b->norms_per_layer, 1);
+  EXPECT_TRUE(b->qk_norm_whole);
+  ExpectReadsBack(*b);
+}
+
+// Command R7B (cohere2): Cohere's parallel block, sliding windows of 4,096 in three of every four
+// layers (sliding_window_pattern 4): 8,028,033,024. EXAONE 4.0 32B: per-head q/k norms, post-norms,
+// "LLLG" beside layer_types: 32,003,216,384. OLMo 3 7B: OLMo-2's layer with layer_types' windows:
+// 7,298,011,136. SmolLM3-3B: full attention everywhere (use_sliding_window false): 3,075,098,624.
+TEST(Families, SlidingWindowFamilies) {
+  auto c = FromJson(R"({"model_type":"cohere2","architectures":["Cohere2ForCausalLM"],"attention_bias":false,
+    "attention_dropout":0.0,"bos_token_id":5,"eos_token_id":255001,"head_dim":128,"hidden_act":"silu",
+    "hidden_size":4096,"initializer_range":0.02,"intermediate_size":14336,"layer_norm_eps":1e-05,
+    "logit_scale":0.25,"max_position_embeddings":132096,"num_attention_heads":32,"num_hidden_layers":32,
+    "num_key_value_heads":8,"order_of_interleaved_layers":"local_attn_first","pad_token_id":0,
+    "position_embedding_type":"rope_gptj","rope_scaling":null,"rope_theta":50000,"rotary_pct":1.0,
+    "sliding_window":4096,"sliding_window_pattern":4,"torch_dtype":"bfloat16",
+    "transformers_version":"4.48.0.dev0","use_cache":true,"use_embedding_sharing":true,
+    "use_gated_activation":true,"vocab_size":256000})");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(CountParams(*c).total, 8'028'033'024);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_EQ(c->sliding_window_pattern, 4);
+  EXPECT_TRUE(c->parallel_residual);
+  ExpectReadsBack(*c);
+  auto e = FromJson(R"({"model_type":"exaone4","architectures":["Exaone4ForCausalLM"],"attention_dropout":0.0,"bos_token_id":1,
+    "eos_token_id":361,"head_dim":128,"hidden_act":"silu","hidden_size":5120,"initializer_range":0.02,
+    "intermediate_size":27392,"max_position_embeddings":131072,"num_attention_heads":40,"num_hidden_layers":64,
+    "num_key_value_heads":8,"pad_token_id":0,"rms_norm_eps":1e-05,"rope_theta":1000000,"sliding_window":4096,
+    "sliding_window_pattern":"LLLG","tie_word_embeddings":false,"torch_dtype":"bfloat16",
+    "transformers_version":"4.54.0","use_cache":true,"vocab_size":102400,"layer_types":["sliding_attention",
+    "sliding_attention","sliding_attention","full_attention","sliding_attention","sliding_attention",
+    "sliding_attention","full_attention","sliding_attention","sliding_attention","sliding_attention",
+    "full_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+    "sliding_attention","sliding_attention","sliding_attention","full_attention","sliding_attention",
+    "sliding_attention","sliding_attention","full_attention","sliding_attention","sliding_attention",
+    "sliding_attention","full_attention","sliding_attention","sliding_attention","sliding_attention",
+    "full_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+    "sliding_attention","sliding_attention","sliding_attention","full_attention","sliding_attention",
+    "sliding_attention","sliding_attention","full_attention","sliding_attention","sliding_attention",
+    "sliding_attention","full_attention","sliding_attention","sliding_attention","sliding_attention",
+    "full_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+    "sliding_attention","sliding_attention","sliding_attention","full_attention","sliding_attention",
+    "sliding_attention","sliding_attention","full_attention"]})");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(CountParams(*e).total, 32'003'216'384);
+  EXPECT_TRUE(e->qk_norm);
+  EXPECT_EQ(e->sliding_window_pattern, 4);
+  ExpectReadsBack(*e);
+  auto o = FromJson(R"({"model_type":"olmo3","architectures":["Olmo3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+    "eos_token_id":100257,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,
+    "intermediate_size":11008,"layer_types":["sliding_attention","sliding_attention","sliding_attention",
+    "full_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+    "sliding_attention","sliding_attention","sliding_attention","full_attention","sliding_attention",
+    "sliding_attention","sliding_attention","full_attention","sliding_attention","sliding_attention",
+    "sliding_attention","full_attention","sliding_attention","sliding_attention","sliding_attention",
+    "full_attention","sliding_attention","sliding_attention","sliding_attention","full_attention",
+    "sliding_attention","sliding_attention","sliding_attention","full_attention"],
+    "max_position_embeddings":65536,"num_attention_heads":32,"num_hidden_layers":32,"num_key_value_heads":32,
+    "pad_token_id":100277,"rms_norm_eps":1e-06,"rope_theta":500000,"sliding_window":4096,
+    "tie_word_embeddings":false,"torch_dtype":"bfloat16","transformers_version":"4.57.0","use_cache":true,
+    "vocab_size":100278})");
+  ASSERT_TRUE(o.ok()) << o.status().message();
+  EXPECT_EQ(CountParams(*o).total, 7'298'011'136);
+  EXPECT_EQ(o->sliding_window_pattern, 4);
+  ExpectReadsBack(*o);
+  auto sm = FromJson(R"({"model_type":"smollm3","architectures":["SmolLM3ForCausalLM"],"attention_bias":false,
+    "attention_dropout":0.0,"bos_token_id":null,"eos_token_id":128012,"hidden_act":"silu","hidden_size":2048,
+    "initializer_range":0.02,"intermediate_size":11008,"max_position_embeddings":65536,"max_window_layers":28,
+    "mlp_bias":false,"no_rope_layer_interval":4,"no_rope_layers":[1,1,1,0,1,1,1,0,1,1,1,0,1,1,1,0,1,1,1,0,1,1,
+    1,0,1,1,1,0,1,1,1,0,1,1,1,0],"num_attention_heads":16,"num_hidden_layers":36,"num_key_value_heads":4,
+    "pad_token_id":128004,"pretraining_tp":2,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":5000000.0,
+    "sliding_window":null,"torch_dtype":"bfloat16","transformers_version":"4.54.0.dev0","use_cache":false,
+    "use_sliding_window":false,"vocab_size":128256})");
+  ASSERT_TRUE(sm.ok()) << sm.status().message();
+  EXPECT_EQ(CountParams(*sm).total, 3'075'098'624);
+  EXPECT_EQ(sm->sliding_window, 0);
+  ExpectReadsBack(*sm);
+  // The window defaults to 4,096 when the key is absent, and is off when null; "LLG" means
+  // every third layer global; layer_types that do not interleave so are refused, by line.
+  auto absent = FromJson(R"({"model_type":"olmo3","hidden_size":256,"intermediate_size":512,"num_hidden_layers":6,
+    "num_attention_heads":4,"vocab_size":100})");
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  EXPECT_EQ(absent->sliding_window, 4096);
+  auto null = FromJson(R"({"model_type":"cohere2","hidden_size":256,"intermediate_size":512,"num_hidden_layers":6,
+    "num_attention_heads":4,"vocab_size":100,"sliding_window":null})");
+  ASSERT_TRUE(null.ok()) << null.status().message();
+  EXPECT_EQ(null->sliding_window, 0);
+  auto llg = FromJson(R"({"model_type":"exaone4","hidden_size":256,"intermediate_size":512,"num_hidden_layers":6,
+    "num_attention_heads":4,"vocab_size":100,"sliding_window_pattern":"LLG"})");
+  ASSERT_TRUE(llg.ok()) << llg.status().message();
+  EXPECT_EQ(llg->sliding_window_pattern, 3);
+  ExpectReadsBack(*llg);
+  auto odd = FromJson(R"({"model_type":"olmo3","hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,
+    "num_attention_heads":4,"vocab_size":100,
+    "layer_types":["sliding_attention","full_attention","full_attention","sliding_attention"]})");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("test.json:3:"), std::string::npos) << odd.status().message();
+  EXPECT_NE(odd.status().message().find("every 2th layer"), std::string::npos) << odd.status().message();
+}
+
+// Seed-OSS-36B: q/k/v biased, o_proj not (attention_out_bias false): 36,151,104,512. ERNIE 4.5
+// 0.3B, tied, no biases: 360,748,032.
+TEST(Families, SeedOssAndErnie) {
+  auto s = FromJson(R"({"model_type":"seed_oss","architectures":["SeedOssForCausalLM"],"attention_bias":true,
+    "attention_dropout":0.1,"attention_out_bias":false,"bos_token_id":0,"pad_token_id":1,"eos_token_id":2,
+    "head_dim":128,"hidden_act":"silu","hidden_size":5120,"initializer_range":0.02,"intermediate_size":27648,
+    "max_position_embeddings":524288,"mlp_bias":false,"num_attention_heads":80,"num_hidden_layers":64,
+    "num_key_value_heads":8,"residual_dropout":0.1,"rms_norm_eps":1e-06,"rope_scaling":{"rope_type":"default"},
+    "rope_theta":10000000.0,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+    "transformers_version":"4.55.0","use_cache":true,"vocab_size":155136})");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(CountParams(*s).total, 36'151'104'512);
+  EXPECT_TRUE(s->qkv_bias);
+  EXPECT_FALSE(s->o_bias);
+  ExpectReadsBack(*s);
+  auto e = FromJson(R"({"model_type":"ernie4_5","architectures":["Ernie4_5ForCausalLM"],"bos_token_id":1,"eos_token_id":2,
+    "head_dim":128,"hidden_act":"silu","hidden_size":1024,"intermediate_size":3072,
+    "max_position_embeddings":131072,"num_attention_heads":16,"num_hidden_layers":18,"num_key_value_heads":2,
+    "pad_token_id":0,"rms_norm_eps":1e-05,"rope_theta":500000,"tie_word_embeddings":true,
+    "torch_dtype":"bfloat16","use_bias":false,"use_cache":false,"vocab_size":103424})");
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(CountParams(*e).total, 360'748'032);
+  ExpectReadsBack(*e);
+}
+
+// Phi-3.5-MoE: 16 experts of 6,400, top-2, every projection and the head biased, LayerNorms
+// with bias: 41,873,153,344 (6.6B active on its card). DBRX: 16 experts of 10,752, top-4, 8 KV
+// heads in attn_config, bias-free LayerNorms: 131,596,523,520.
+TEST(Families, PhimoeAndDbrx) {
+  auto p = FromJson(R"({"model_type":"phimoe","architectures":["PhiMoEForCausalLM"],"attention_bias":true,"attention_dropout":0.0,
+    "bos_token_id":1,"eos_token_id":32000,"hidden_act":"silu","hidden_dropout":0.0,"hidden_size":4096,
+    "initializer_range":0.02,"input_jitter_noise":0.01,"intermediate_size":6400,"lm_head_bias":true,
+    "max_position_embeddings":131072,"num_attention_heads":32,"num_experts_per_tok":2,"num_hidden_layers":32,
+    "num_key_value_heads":8,"num_local_experts":16,"original_max_position_embeddings":4096,
+    "output_router_logits":false,"rms_norm_eps":1e-05,"rope_theta":10000.0,"router_aux_loss_coef":0.0,
+    "router_jitter_noise":0.01,"sliding_window":131072,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+    "transformers_version":"4.43.3","use_cache":true,"vocab_size":32064})");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(CountParams(*p).total, 41'873'153'344);
+  EXPECT_EQ(p->experts, 16);
+  EXPECT_TRUE(p->head_bias);
+  ExpectReadsBack(*p);
+  auto d = FromJson(R"({"model_type":"dbrx","architectures":["DbrxForCausalLM"],"attn_config":{"clip_qkv":8,"kv_n_heads":8,
+    "model_type":"","rope_theta":500000},"d_model":6144,"emb_pdrop":0.0,"ffn_config":{"ffn_hidden_size":10752,
+    "model_type":"","moe_jitter_eps":0,"moe_loss_weight":0.05,"moe_num_experts":16,"moe_top_k":4},
+    "initializer_range":0.02,"max_seq_len":32768,"n_heads":48,"n_layers":40,"output_router_logits":false,
+    "resid_pdrop":0.0,"router_aux_loss_coef":0.05,"tie_word_embeddings":false,"torch_dtype":"bfloat16",
+    "transformers_version":"4.38.2","use_cache":true,"vocab_size":100352})");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const int64_t h = 6144;
+  const int64_t layer = h * (h + 2 * 8 * 128) + h * h + 16 * 3 * h * 10752 + 16 * h + 2 * h;
+  EXPECT_EQ(CountParams(*d).total, 40 * layer + 2 * 100352 * h + h);
+  EXPECT_EQ(CountParams(*d).total, 131'596'523'520);
+  EXPECT_EQ(d->kv_heads, 8);
+  EXPECT_EQ(d->experts_per_token, 4);
+  ExpectReadsBack(*d);
+}
+
 }  // namespace
 }  // namespace shardplan
