@@ -124,6 +124,14 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"olmo3", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo3DecoderLayer"}},
       {"ernie4_5", {103424, 1024, 3072, 18, 16, 2, 128, 131072, true, "Ernie4_5DecoderLayer"}},
       {"phimoe", {32064, 4096, 6400, 32, 32, 8, 0, 131072, false, "PhimoeDecoderLayer"}},
+      // Remote-code families of 2023-24: Qwen (Qwen-1, configuration_qwen.py; ReadQwen1), InternLM
+      // (InternLM-1, configuration_internlm.py), MiniCPM (configuration_minicpm.py: llama's keys,
+      // the head tied by default) and DeepSeek-MoE (configuration_deepseek.py: dense unless
+      // n_routed_experts is given).
+      {"qwen", {151936, 4096, 22016, 32, 32, 0, 128, 8192, false, "QWenBlock"}},
+      {"internlm", {103168, 4096, 11008, 32, 32, 0, 0, 2048, false, "InternLMDecoderLayer"}},
+      {"minicpm", {32000, 4096, 11008, 32, 32, 0, 0, 2048, true, "MiniCPMDecoderLayer"}},
+      {"deepseek", {102400, 4096, 11008, 30, 32, 0, 0, 2048, false, "DeepseekDecoderLayer"}},
       // DbrxConfig (ReadDbrx): d_model 2048, 16 heads, 24 layers; attn_config and ffn_config
       // carry the KV heads and the experts.
       {"dbrx", {32000, 2048, 3584, 24, 16, 1, 0, 2048, false, "DbrxBlock"}},
@@ -185,7 +193,8 @@ const std::vector<std::string> kCommonKeys = {
     "ssm_multipliers", "ssm_in_multiplier", "ssm_out_multiplier", "rotary_dim", "rotary_pct", "rope_pct", "rotary_emb_base", "n_ctx", "num_heads",
     "attention_types", "attention_layers", "window_size", "use_qkv_bias", "use_parallel_residual",
     "attention_out_bias", "lm_head_bias", "use_sliding_window", "no_rope_layers", "no_rope_layer_interval",
-    "ffn_config"};
+    "ffn_config", "scale_emb", "dim_model_base", "scale_depth", "use_flash_attn", "use_logn_attn",
+    "use_dynamic_ntk"};
 
 struct Reader {
   const Document& doc;
@@ -309,29 +318,44 @@ Status ReadIndexer(const Reader& r, ModelSpec& m, int64_t heads) {
 // DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
 // (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
 // routing without a correction bias, the first layer dense).
+// DeepSeek's MoE layers (DeepSeek-MoE, V2, V3): n_routed_experts of moe_intermediate_size, the
+// shared ones as wide, in layers from first_k_dense_replace on that are multiples of
+// moe_layer_freq. `d` holds the config class's defaults; 0 routed experts is a dense model.
+struct DeepseekMoeDefaults {
+  int64_t experts, shared, topk, width, first_dense;
+};
+
+Status ReadDeepseekExperts(const Reader& r, ModelSpec& m, const DeepseekMoeDefaults& d) {
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", d.experts, d.experts > 0 ? 1 : 0, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", d.shared, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", d.topk, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", d.width, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", d.first_dense, 0, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t freq, r.Int("moe_layer_freq", 1, 1, kMaxLayers));
+  if (m.experts == 0) {  // DeepseekConfig's n_routed_experts None: every layer dense
+    m.shared_experts = m.experts_per_token = m.expert_intermediate = 0;
+    return Status::Ok();
+  }
+  m.shared_intermediate = m.expert_intermediate;
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = l >= first_dense && l % freq == 0;
+  return Status::Ok();
+}
+
 Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   m.attention = AttentionKind::kMla;
   m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
-  SP_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts", v2 ? 160 : 256, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("n_shared_experts", v2 ? 2 : 1, 0, 1 << 10));
-  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", v2 ? 6 : 8, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", v2 ? 1407 : 2048, 1, kMaxDim));
-  m.shared_intermediate = m.expert_intermediate;
+  SP_RETURN_IF_ERROR(ReadDeepseekExperts(r, m, v2 ? DeepseekMoeDefaults{160, 2, 6, 1407, 1} : DeepseekMoeDefaults{256, 1, 8, 2048, 3}));
   SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 1536, 0, kMaxDim));
   if (r.node["q_lora_rank"].IsDefined() && r.node["q_lora_rank"].IsNull()) m.q_lora_rank = 0;  // None: q from h
   SP_ASSIGN_OR_RETURN(m.kv_lora_rank, r.Int("kv_lora_rank", 512, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 128, 0, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.qk_rope_head_dim, r.Int("qk_rope_head_dim", 64, 0, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 128, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(int64_t first_dense, r.Int("first_k_dense_replace", v2 ? 1 : 3, 0, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(int64_t freq, r.Int("moe_layer_freq", 1, 1, kMaxLayers));
   SP_ASSIGN_OR_RETURN(std::string topk_method, r.Str("topk_method", v2 ? "greedy" : "noaux_tc"));
   SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
   m.router_bias = topk_method == "noaux_tc";  // e_score_correction_bias
   m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
-  // DeepSeek: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq == 0
-  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
-  for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = l >= first_dense && l % freq == 0;
   return Status::Ok();
 }
 
@@ -722,6 +746,41 @@ Status ReadInternlm2(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", true));
   m.qkv_bias = m.o_bias = bias;
   return Status::Ok();
+}
+
+// InternLM-1 remote code (internlm/internlm-7b modeling_internlm.py): llama's layer with
+// separate q/k/v/o projections of hidden / heads per head, all biased with `bias` (default
+// true), no KV heads. internlm-7b counts 7,321,948,160 parameters.
+Status ReadInternlm(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, false));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", true));
+  m.qkv_bias = m.o_bias = bias;
+  return Status::Ok();
+}
+
+// Qwen-1 remote code (Qwen/Qwen-7B modeling_qwen.py): a fused c_attn of 3 x heads x kv_channels
+// rows, always biased; c_proj, w1, w2 and the MLP's c_proj biased only without no_bias (the
+// default has none); the SwiGLU MLP is intermediate_size / 2 wide (w1 and w2 both project to
+// it); RMSNorms ln_1, ln_2 and ln_f; an untied lm_head. Qwen-7B counts 7,721,324,544 parameters.
+Status ReadQwen1(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(int64_t doubled, r.Int("intermediate_size", d.intermediate, 2, 2 * kMaxDim));
+  if (doubled % 2 != 0)
+    return r.doc.ErrorAt(r.node["intermediate_size"], "intermediate_size: expected an even number (Qwen's MLP is half "
+                                                      "of it wide), got " + std::to_string(doubled));
+  m.intermediate = doubled / 2;
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers", d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.head_dim, r.Int("kv_channels", d.head_dim, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  SP_ASSIGN_OR_RETURN(bool no_bias, r.Bool("no_bias", true));
+  m.kv_heads = m.heads;
+  m.qkv_bias = true;
+  m.o_bias = m.mlp_bias = !no_bias;
+  return ReadDtype(r, m);
 }
 
 // Baichuan / Baichuan2 remote code (baichuan-inc/Baichuan2-7B-Base and -13B-Base
@@ -1503,6 +1562,10 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadGptBigCode(r, d, m));
   } else if (*type == "dbrx") {
     SP_RETURN_IF_ERROR(ReadDbrx(r, d, m));
+  } else if (*type == "qwen") {
+    SP_RETURN_IF_ERROR(ReadQwen1(r, d, m));
+  } else if (*type == "internlm") {
+    SP_RETURN_IF_ERROR(ReadInternlm(r, d, m));
   } else if (*type == "bloom") {
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
   } else if (*type == "mpt") {
@@ -1562,6 +1625,11 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     if (!sliding) m.sliding_window = 0;
     SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 0));
   }
+  // DeepSeek-MoE (deepseek-ai/deepseek-moe-16b-base modeling_deepseek.py): llama's attention and
+  // DeepSeek's MoE layers, the shared experts one MLP of n_shared_experts x moe_intermediate_size
+  // (the same parameters and FLOPs as that many experts) and a bias-free gate.
+  // deepseek-moe-16b-base counts 16,375,728,128 parameters.
+  if (*type == "deepseek") SP_RETURN_IF_ERROR(ReadDeepseekExperts(r, m, {0, 0, 1, 1407, 0}));
   if (*type == "cohere2" || *type == "exaone4" || *type == "olmo3") {
     // Their config classes default to a 4,096-token window; a null one turns it off.
     if (!node["sliding_window"].IsDefined()) m.sliding_window = 4096;

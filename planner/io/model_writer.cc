@@ -73,6 +73,27 @@ void LinearMixerWidths(Out& o, const std::string& model_type, const ModelSpec::L
   o.Key(k.conv_kernel.name, x.conv_kernel);
 }
 
+// DeepSeek's experts and the reader's rule for their layers: MoE where layer >=
+// first_k_dense_replace and layer % moe_layer_freq == 0, written as the first MoE layer and the
+// gap to the next one, which reads back to the same layers.
+void DeepseekExperts(Out& o, const ModelSpec& m) {
+  int64_t first_dense = 0;
+  while (first_dense < m.layers && !m.moe_layer[static_cast<size_t>(first_dense)]) ++first_dense;
+  int64_t freq = 1;
+  for (int64_t l = first_dense + 1; l < m.layers; ++l)
+    if (m.moe_layer[static_cast<size_t>(l)]) {
+      freq = l - first_dense;
+      break;
+    }
+  if (first_dense % freq != 0) freq = 1;  // not of the reader's form: keep every later layer MoE
+  o.Key("n_routed_experts", m.experts);
+  o.Key("n_shared_experts", m.shared_experts);
+  o.Key("num_experts_per_tok", m.experts_per_token);
+  o.Key("moe_intermediate_size", m.expert_intermediate);
+  o.Key("first_k_dense_replace", first_dense);
+  o.Key("moe_layer_freq", freq);
+}
+
 void MoeLayers(Out& o, const ModelSpec& m) {
   o.Key("mlp_only_layers", LayerList(m, false));
   o.Key("decoder_sparse_step", 1);
@@ -271,14 +292,20 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Bool("add_bias_linear", m.o_bias);
     o.Bool("add_qkv_bias", m.qkv_bias);
     o.Bool("rmsnorm", m.norm == NormKind::kRms);
-  } else if (t == "internlm2" || t == "baichuan") {
+  } else if (t == "internlm2" || t == "internlm" || t == "baichuan") {
     // Remote-code families whose heads are hidden / heads (no head_dim key); Baichuan has no
-    // KV heads and takes its position kind from hidden_size, InternLM2 biases q/k/v/o with `bias`.
+    // KV heads and takes its position kind from hidden_size, InternLM biases q/k/v/o with `bias`.
     LlamaDims(o, m, m.intermediate);
     if (t == "internlm2") o.Key("num_key_value_heads", m.kv_heads);
-    o.Key(t == "internlm2" ? "max_position_embeddings" : "model_max_length", m.max_positions);
+    o.Key(t == "baichuan" ? "model_max_length" : "max_position_embeddings", m.max_positions);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
-    if (t == "internlm2") o.Bool("bias", m.o_bias);
+    if (t != "baichuan") o.Bool("bias", m.o_bias);
+  } else if (t == "qwen") {  // Qwen-1: intermediate_size is twice the MLP's width
+    LlamaDims(o, m, 2 * m.intermediate);
+    o.Key("kv_channels", m.head_dim);
+    o.Key("max_position_embeddings", m.max_positions);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
+    o.Bool("no_bias", !m.o_bias);
   } else {
     Common(o, m);
   }
@@ -316,30 +343,15 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("moe_intermediate_size", m.expert_intermediate);
     MoeLayers(o, m);
     if (t == "qwen2_moe") o.Key("shared_expert_intermediate_size", m.shared_intermediate);
+  } else if (t == "deepseek" && m.is_moe()) {
+    DeepseekExperts(o, m);
   } else if (t == "deepseek_v3" || t == "deepseek_v2" || t == "deepseek_v32" || t == "glm_moe_dsa") {
-    // The reader's rule: MoE where layer >= first_k_dense_replace and layer % moe_layer_freq
-    // == 0. Written as the first MoE layer and the gap to the next one, which reads back to
-    // the same layers.
-    int64_t first_dense = 0;
-    while (first_dense < m.layers && !m.moe_layer[static_cast<size_t>(first_dense)]) ++first_dense;
-    int64_t freq = 1;
-    for (int64_t l = first_dense + 1; l < m.layers; ++l)
-      if (m.moe_layer[static_cast<size_t>(l)]) {
-        freq = l - first_dense;
-        break;
-      }
-    if (first_dense % freq != 0) freq = 1;  // not of the reader's form: keep every later layer MoE
-    o.Key("n_routed_experts", m.experts);
-    o.Key("n_shared_experts", m.shared_experts);
-    o.Key("num_experts_per_tok", m.experts_per_token);
-    o.Key("moe_intermediate_size", m.expert_intermediate);
+    DeepseekExperts(o, m);
     o.Key("q_lora_rank", m.q_lora_rank);
     o.Key("kv_lora_rank", m.kv_lora_rank);
     o.Key("qk_nope_head_dim", m.qk_nope_head_dim);
     o.Key("qk_rope_head_dim", m.qk_rope_head_dim);
     o.Key("v_head_dim", m.v_head_dim);
-    o.Key("first_k_dense_replace", first_dense);
-    o.Key("moe_layer_freq", freq);
     o.Key("topk_method", m.router_bias ? "noaux_tc" : "greedy");
     o.Key("num_nextn_predict_layers", m.mtp_layers);
     if (m.index_heads > 0) {

@@ -1441,5 +1441,101 @@ TEST(Families, PhimoeAndDbrx) {
   ExpectReadsBack(*d);
 }
 
+// Remote-code families of 2023-24, counted from their modeling files (transformers cannot
+// build them without the checkpoint's code).
+// Qwen-7B (Qwen/Qwen-7B modeling_qwen.py): c_attn 3h x h with bias, c_proj h x h, a SwiGLU MLP
+// of intermediate_size / 2 = 11,008 (w1, w2, c_proj), two RMSNorms; wte and the untied lm_head
+// of 151,936 rows: 7,721,324,544 (the "7.7B" of Qwen's report).
+TEST(Families, Qwen1) {
+  auto m = FromJson(R"({"architectures":["QWenLMHeadModel"],"auto_map":{"AutoConfig":"configuration_qwen.QWenConfig",
+    "AutoModelForCausalLM":"modeling_qwen.QWenLMHeadModel"},"attn_dropout_prob":0.0,"bf16":false,
+    "emb_dropout_prob":0.0,"fp16":false,"fp32":false,"hidden_size":4096,"initializer_range":0.02,
+    "intermediate_size":22016,"kv_channels":128,"layer_norm_epsilon":1e-06,"max_position_embeddings":32768,
+    "model_type":"qwen","no_bias":true,"num_attention_heads":32,"num_hidden_layers":32,"onnx_safe":null,
+    "rotary_emb_base":10000,"rotary_pct":1.0,"scale_attn_weights":true,"seq_length":8192,
+    "softmax_in_fp32":false,"tie_word_embeddings":false,"tokenizer_class":"QWenTokenizer",
+    "transformers_version":"4.32.0","use_cache":true,"use_dynamic_ntk":true,"use_flash_attn":"auto",
+    "use_logn_attn":true,"vocab_size":151936})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 4096;
+  const int64_t layer = 3 * h * h + 3 * h + h * h + 3 * h * 11008 + 2 * h;
+  EXPECT_EQ(CountParams(*m).total, 32 * layer + 2 * 151936 * h + h);
+  EXPECT_EQ(CountParams(*m).total, 7'721'324'544);
+  EXPECT_EQ(m->intermediate, 11008);
+  EXPECT_EQ(m->decoder_layer_class, "QWenBlock");
+  ExpectReadsBack(*m);
+  auto odd = FromJson(R"({"model_type":"qwen","intermediate_size":22015})");
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.status().message().find("expected an even number"), std::string::npos) << odd.status().message();
+}
+
+// InternLM-7B (modeling_internlm.py): llama's layer with q/k/v/o biased (bias true), 32 heads of
+// 128, FFN 11,008, vocab 103,168, untied: 7,321,948,160.
+TEST(Families, Internlm1) {
+  auto m = FromJson(R"({"architectures":["InternLMForCausalLM"],"auto_map":{"AutoConfig":"configuration_internlm.InternLMConfig",
+    "AutoModel":"modeling_internlm.InternLMForCausalLM",
+    "AutoModelForCausalLM":"modeling_internlm.InternLMForCausalLM"},"bias":true,"bos_token_id":1,
+    "eos_token_id":2,"hidden_act":"silu","hidden_size":4096,"initializer_range":0.02,"intermediate_size":11008,
+    "max_position_embeddings":2048,"model_type":"internlm","num_attention_heads":32,"num_hidden_layers":32,
+    "pad_token_id":0,"rms_norm_eps":1e-06,"tie_word_embeddings":false,"torch_dtype":"float16",
+    "transformers_version":"4.33.1","use_cache":true,"vocab_size":103168})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 4096;
+  EXPECT_EQ(CountParams(*m).total, 32 * (4 * h * h + 4 * h + 3 * h * 11008 + 2 * h) + 2 * 103168 * h + h);
+  EXPECT_EQ(CountParams(*m).total, 7'321'948'160);
+  EXPECT_EQ(m->dtype, Dtype::kFp16);
+  ExpectReadsBack(*m);
+}
+
+// MiniCPM-2B (openbmb/MiniCPM-2B-sft-bf16): llama's layer, 36 heads of 64 over h 2,304, FFN
+// 5,760, vocab 122,753, the head tied (MiniCPMConfig's default; the config does not say):
+// 2,724,880,896 ("2.4B non-embedding" on its card, plus 282,822,912 of embedding).
+TEST(Families, MiniCpm) {
+  auto m = FromJson(R"({"_name_or_path":"openbmb/CPM-2B","architectures":["MiniCPMForCausalLM"],
+    "auto_map":{"AutoConfig":"configuration_minicpm.MiniCPMConfig","AutoModel":"modeling_minicpm.MiniCPMModel",
+    "AutoModelForCausalLM":"modeling_minicpm.MiniCPMForCausalLM"},"bos_token_id":1,"eos_token_id":2,
+    "hidden_act":"silu","hidden_size":2304,"initializer_range":0.1,"intermediate_size":5760,
+    "max_position_embeddings":4096,"num_attention_heads":36,"num_hidden_layers":40,"num_key_value_heads":36,
+    "rms_norm_eps":1e-05,"rope_scaling":null,"torch_dtype":"bfloat16","transformers_version":"4.36.0",
+    "use_cache":true,"vocab_size":122753,"scale_emb":12,"dim_model_base":256,"scale_depth":1.4,
+    "model_type":"minicpm"})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(CountParams(*m).total, 2'724'880'896);
+  EXPECT_TRUE(m->tied_embeddings);
+  ExpectReadsBack(*m);
+}
+
+// DeepSeek-MoE 16B (deepseek-ai/deepseek-moe-16b-base modeling_deepseek.py): the first layer
+// dense (FFN 10,944), then 64 routed experts of 1,408 (top-6) and a shared MLP of 2 x 1,408
+// behind a bias-free gate in 27 layers; MHA of 16 heads over h 2,048: 16,375,728,128 total,
+// 2,828,650,496 active ("16.4B", "2.8B" on its card). With no n_routed_experts it is dense.
+TEST(Families, DeepseekMoe) {
+  auto m = FromJson(R"({"architectures":["DeepseekForCausalLM"],"attention_bias":false,"attention_dropout":0.0,
+    "auto_map":{"AutoConfig":"configuration_deepseek.DeepseekConfig",
+    "AutoModel":"modeling_deepseek.DeepseekModel",
+    "AutoModelForCausalLM":"modeling_deepseek.DeepseekForCausalLM"},"aux_loss_alpha":0.001,
+    "bos_token_id":100000,"eos_token_id":100001,"first_k_dense_replace":1,"hidden_act":"silu",
+    "hidden_size":2048,"initializer_range":0.02,"intermediate_size":10944,"max_position_embeddings":4096,
+    "model_type":"deepseek","moe_intermediate_size":1408,"moe_layer_freq":1,"n_routed_experts":64,
+    "n_shared_experts":2,"norm_topk_prob":false,"num_attention_heads":16,"num_experts_per_tok":6,
+    "num_hidden_layers":28,"num_key_value_heads":16,"pretraining_tp":1,"rms_norm_eps":1e-06,
+    "rope_scaling":null,"rope_theta":10000,"scoring_func":"softmax","seq_aux":true,"tie_word_embeddings":false,
+    "torch_dtype":"bfloat16","transformers_version":"4.36.2","use_cache":true,"vocab_size":102400})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 2048, attn = 4 * h * h, e = 3 * h * 1408;
+  const int64_t dense = attn + 3 * h * 10944 + 2 * h, moe = attn + 64 * e + 2 * e + 64 * h + 2 * h;
+  EXPECT_EQ(CountParams(*m).total, dense + 27 * moe + 2 * 102400 * h + h);
+  EXPECT_EQ(CountParams(*m).total, 16'375'728'128);
+  EXPECT_EQ(CountParams(*m).active, 2'828'650'496);
+  EXPECT_FALSE(m->is_moe_layer(0));
+  EXPECT_TRUE(m->is_moe_layer(1));
+  ExpectReadsBack(*m);
+  auto dense_only = FromJson(R"({"model_type":"deepseek","hidden_size":256,"intermediate_size":512,"num_hidden_layers":2,
+    "num_attention_heads":4,"vocab_size":100})");
+  ASSERT_TRUE(dense_only.ok()) << dense_only.status().message();
+  EXPECT_FALSE(dense_only->is_moe());
+  ExpectReadsBack(*dense_only);
+}
+
 }  // namespace
 }  // namespace shardplan
