@@ -6,6 +6,7 @@
 
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
+#include "planner/lora.h"
 #include "planner/recipe.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
@@ -73,6 +74,10 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (f.seq_len > (int64_t{1} << 26)) return Status::BadInput("--seq-len: expected at most 67108864 tokens, got " + std::to_string(f.seq_len));
   if (f.global_batch > (int64_t{1} << 30))
     return Status::BadInput("--global-batch: expected at most 1073741824 sequences, got " + std::to_string(f.global_batch));
+  if (w.lora_like()) {  // the adapters' targets must name modules this model has
+    const Status targets = CheckLoraTargets(in.model, w.lora);
+    if (!targets.ok()) return Status::BadInput((f.workload.empty() ? "--task" : f.workload) + ": " + targets.message());
+  }
   if (f.seq_len > 0) w.seq_len = f.seq_len;
   if (f.global_batch > 0) w.global_batch = f.global_batch, w.global_batch_stated = true;
   if (!f.precision.empty()) {

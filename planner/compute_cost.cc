@@ -6,6 +6,7 @@
 
 #include "planner/dtype.h"
 #include "planner/framework_defaults.h"
+#include "planner/lora.h"
 #include "planner/time_model.h"
 
 namespace shardplan {
@@ -502,17 +503,7 @@ double MuonFlopsPerParam(const ModelSpec& m) {
   return params > 0 ? flops / params : 0;
 }
 
-double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) {
-  const double h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.intermediate;
-  double p = 0;
-  for (const std::string& t : lora.targets) {
-    if (t == "q_proj") p += h + q;
-    else if (t == "k_proj" || t == "v_proj") p += h + kv;
-    else if (t == "o_proj") p += q + h;
-    else if (t == "gate_proj" || t == "up_proj" || t == "down_proj") p += h + f;
-  }
-  return p * lora.rank;
-}
+double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora) { return AdapterParamsPerLayerMean(m, lora); }
 
 // ---- One layer, one micro-batch, one GPU ----
 

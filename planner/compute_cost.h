@@ -63,7 +63,7 @@ double MatmulParams(const ModelSpec& m, int64_t moe_layer_count);
 double FlopsPerToken(const ModelSpec& m, int64_t moe_layers, double context, double weight_factor, double passes);
 double ModelFlops(const ModelSpec& m, const Workload& w, int64_t moe_layers);
 
-// Trainable parameters of one layer under LoRA: r * (in + out) per targeted matrix.
+// Trainable parameters of one layer under LoRA, the mean over the layers (planner/lora.h).
 double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora);
 
 // HBM bytes one fused optimizer step reads and writes per parameter.

@@ -6,69 +6,13 @@
 #include <cmath>
 #include <numeric>
 
+#include "planner/lora.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
 #include "planner/units.h"
 
 namespace shardplan {
 namespace {
-
-int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
-  // r x (in + out) per targeted projection (peft LoRA A and B).
-  const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
-  int64_t sum = 0;
-  if (m.is_hybrid()) {
-    // A hybrid layer holds the projections of its mixer -- a linear mixer's in_proj (Qwen's
-    // split in_proj_qkvz and in_proj_ba, or Qwen3.5's four) and out_proj, or attention's q/k/v/o,
-    // q_proj doubled by an output gate -- and of its MLP's up/down (gate/up/down when gated,
-    // Granite's fused input_linear and output_linear; an MoE block's shared expert, whose routed
-    // experts are 3-D parameters, not Linear modules, which peft does not wrap).
-    const int64_t q_out = m.attention_gate ? 2 * q : q;
-    const int64_t up = m.is_moe_layer(layer) ? m.shared_intermediate : m.intermediate;
-    const bool fused_ffn = m.model_type == "granitemoehybrid";
-    for (const std::string& t : lora.targets) {
-      const bool all = t == "all-linear";
-      if (m.has_linear_mixer(layer)) {
-        const ModelSpec::LinearMixer& x = m.linear;
-        const int64_t conv = x.conv_dim(), inner = x.inner(), heads = x.heads;
-        if (t == "in_proj") sum += h + x.in_proj();
-        if (t == "in_proj_qkvz") sum += h + conv + inner;
-        if (t == "in_proj_ba") sum += h + 2 * heads;
-        if (t == "in_proj_qkv") sum += h + conv;
-        if (t == "in_proj_z") sum += h + inner;
-        if (t == "in_proj_b" || t == "in_proj_a") sum += h + heads;
-        if (all) {  // each model's own split of in_proj into Linear modules
-          const int modules = !x.delta ? 1 : m.model_type == "qwen3_next" ? 2 : 4;
-          sum += modules * h + x.in_proj();
-        }
-        if (all || t == "out_proj") sum += inner + h;
-      }
-      if (m.has_attention(layer)) {
-        if (all || t == "q_proj") sum += h + q_out;
-        if (all || t == "k_proj") sum += h + kv;
-        if (all || t == "v_proj") sum += h + kv;
-        if (all || t == "o_proj") sum += q + h;
-      }
-      if (m.has_ffn(layer) && up > 0 && fused_ffn) {  // Granite's shared MLP: input_linear gives gate and up
-        if (all || t == "input_linear") sum += h + 2 * up;
-        if (all || t == "output_linear") sum += up + h;
-      } else if (m.has_ffn(layer) && up > 0) {
-        if ((all || t == "gate_proj") && m.mlp == MlpKind::kGated) sum += h + up;
-        if (all || t == "up_proj") sum += h + up;
-        if (all || t == "down_proj") sum += up + h;
-      }
-    }
-    return lora.rank * sum;
-  }
-  for (const std::string& t : lora.targets) {
-    if (t == "q_proj") sum += h + q;
-    else if (t == "k_proj" || t == "v_proj") sum += h + kv;
-    else if (t == "o_proj") sum += q + h;
-    else if (t == "gate_proj" || t == "up_proj" || t == "down_proj") sum += h + f;
-    else if (t == "all-linear") sum += 2 * (h + q) + 2 * (h + kv) + 3 * (h + f);
-  }
-  return lora.rank * sum;
-}
 
 void ComputePeaks(StageMemory& s, double frag) {
   s.allocated_peak = s.reserved_peak = s.device_peak = 0;

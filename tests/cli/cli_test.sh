@@ -56,6 +56,16 @@ check bad-key 2 -- "$bin" inspect --model "$tmp/typo.json"
 expect bad-key-msg "$tmp/err" "typo.json:3:3: unknown key 'hidden_sise', did you mean 'hidden_size'?"
 [[ ! -s "$tmp/out" ]] && passed=$((passed + 1)) || { echo "FAIL bad-key: stdout not empty"; failed=$((failed + 1)); }
 check missing-file 2 -- "$bin" inspect --model "$tmp/nope.json"
+# LoRA targets name the model's own modules (BLOOM fuses q/k/v into query_key_value); a name it
+# lacks is refused rather than adding no adapter
+printf 'task: lora\nseq_len: 1024\nlora:\n  rank: 8\n  targets: [query_key_value, dense]\n' > "$tmp/bloom-lora.yaml"
+printf '{"model_type": "bloom", "hidden_size": 4096, "n_head": 32, "n_layer": 30}\n' > "$tmp/bloom.json"
+check lora-family-names 0 -- "$bin" estimate --model "$tmp/bloom.json" --cluster dgx-a100 --workload "$tmp/bloom-lora.yaml" --layout dp=8 --json
+# 30 layers x r 8 x ((h + 3h) + (h + h)) adapters, fp32 (peft's autocast_adapter_dtype)
+json lora-family-names-adapters 'j["memory"]["per_gpu"]["terms"]["adapter_params"] == 30 * 8 * ((4096 + 3 * 4096) + 2 * 4096) * 4'
+printf 'task: lora\nlora:\n  targets: [c_attn]\n' > "$tmp/bloom-bad-lora.yaml"
+check lora-unknown-target 2 -- "$bin" estimate --model "$tmp/bloom.json" --cluster dgx-a100 --workload "$tmp/bloom-bad-lora.yaml"
+expect lora-unknown-target-msg "$tmp/err" 'bloom-bad-lora.yaml: lora.targets: "c_attn" names no Linear module of a bloom layer'
 check bad-layout 2 -- "$bin" estimate --model llama-3.1-8b --layout tp=3
 expect bad-layout-msg "$tmp/err" "tp (3) must divide the attention heads (32)"
 check bad-flag 2 -- "$bin" plan --no-such-flag

@@ -1,0 +1,177 @@
+#include "planner/lora.h"
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "planner/strings.h"
+
+namespace shardplan {
+namespace {
+
+// llama's module names, which stand for the same roles in every family (the default targets).
+constexpr std::string_view kRoles[] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+// A hybrid's mixer and MLP modules (AdapterParamsPerLayer's hybrid branch).
+constexpr std::string_view kHybridNames[] = {"in_proj",   "in_proj_qkvz", "in_proj_ba",   "in_proj_qkv",  "in_proj_z",
+                                             "in_proj_b", "in_proj_a",    "out_proj",     "input_linear", "output_linear"};
+
+struct NamedLinear {
+  std::string_view name;
+  int64_t in, out;
+};
+
+// The Linear modules of one layer of the families whose modeling files do not use llama's
+// names, as those files name them (peft matches target_modules against the last name of each
+// module path, so GPT-2's attention c_proj and MLP c_proj both match "c_proj"). Empty for the
+// families written with llama's names. Routed experts are 3-D parameters in transformers, not
+// Linear modules, so no entry holds them.
+std::vector<NamedLinear> FamilyLinears(const ModelSpec& m, int64_t layer) {
+  const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), qkv = q + 2 * kv;
+  const int64_t f = m.is_moe_layer(layer) ? m.shared_experts * m.shared_intermediate : m.intermediate;
+  const std::string& t = m.model_type;
+  auto mlp = [&](std::vector<NamedLinear> v, std::string_view up, std::string_view down, int64_t up_out) {
+    if (f > 0) v.insert(v.end(), {{up, h, up_out}, {down, f, h}});
+    return v;
+  };
+  if (t == "gpt2" || t == "gpt_bigcode") return mlp({{"c_attn", h, qkv}, {"c_proj", q, h}}, "c_fc", "c_proj", f);
+  if (t == "gpt_neo") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"out_proj", q, h}}, "c_fc", "c_proj", f);
+  if (t == "gptj") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"out_proj", q, h}}, "fc_in", "fc_out", f);
+  if (t == "codegen") return mlp({{"qkv_proj", h, qkv}, {"out_proj", q, h}}, "fc_in", "fc_out", f);
+  if (t == "opt") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"out_proj", q, h}}, "fc1", "fc2", f);
+  if (t == "phi") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"dense", q, h}}, "fc1", "fc2", f);
+  if (t == "gpt_neox" || t == "bloom" || t == "falcon")
+    return mlp({{"query_key_value", h, qkv}, {"dense", q, h}}, "dense_h_to_4h", "dense_4h_to_h", f);
+  if (t == "chatglm") return mlp({{"query_key_value", h, qkv}, {"dense", q, h}}, "dense_h_to_4h", "dense_4h_to_h", 2 * f);
+  if (t == "mpt") return mlp({{"Wqkv", h, qkv}, {"out_proj", q, h}}, "up_proj", "down_proj", f);
+  if (t == "dbrx") return {{"Wqkv", h, qkv}, {"out_proj", q, h}};
+  if (t == "starcoder2") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h}}, "c_fc", "c_proj", f);
+  if (t == "nemotron") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h}}, "up_proj", "down_proj", f);
+  if (t == "phi3") return mlp({{"qkv_proj", h, qkv}, {"o_proj", q, h}}, "gate_up_proj", "down_proj", 2 * f);
+  if (t == "glm" || t == "glm4")
+    return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h}}, "gate_up_proj", "down_proj", 2 * f);
+  if (t == "qwen") {  // w1 and w2 each give half of the SwiGLU input; c_proj closes attention and the MLP
+    std::vector<NamedLinear> v = {{"c_attn", h, qkv}, {"c_proj", q, h}};
+    if (f > 0) v.insert(v.end(), {{"w1", h, f}, {"w2", h, f}, {"c_proj", f, h}});
+    return v;
+  }
+  if (t == "internlm2") {
+    std::vector<NamedLinear> v = {{"wqkv", h, qkv}, {"wo", q, h}};
+    if (f > 0) v.insert(v.end(), {{"w1", h, f}, {"w3", h, f}, {"w2", f, h}});
+    return v;
+  }
+  if (t == "baichuan") {
+    std::vector<NamedLinear> v = {{"W_pack", h, qkv}, {"o_proj", q, h}};
+    if (f > 0) v.insert(v.end(), {{"gate_proj", h, f}, {"up_proj", h, f}, {"down_proj", f, h}});
+    return v;
+  }
+  if (m.attention == AttentionKind::kMla) {  // DeepSeek-V2/V3's attention (modeling_deepseek_v3.py)
+    const int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim, a = m.heads;
+    std::vector<NamedLinear> v;
+    if (m.q_lora_rank > 0) v.insert(v.end(), {{"q_a_proj", h, m.q_lora_rank}, {"q_b_proj", m.q_lora_rank, a * qk}});
+    else v.push_back({"q_proj", h, a * qk});
+    v.insert(v.end(), {{"kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim},
+                       {"kv_b_proj", m.kv_lora_rank, a * (m.qk_nope_head_dim + m.v_head_dim)},
+                       {"o_proj", a * m.v_head_dim, h}});
+    if (f > 0) v.insert(v.end(), {{"gate_proj", h, f}, {"up_proj", h, f}, {"down_proj", f, h}});
+    return v;
+  }
+  return {};
+}
+
+// One role under llama's name, from the widths (the count the planner has always used).
+int64_t RoleParams(const ModelSpec& m, std::string_view t) {
+  const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
+  if (t == "q_proj") return h + q;
+  if (t == "k_proj" || t == "v_proj") return h + kv;
+  if (t == "o_proj") return q + h;
+  if (t == "gate_proj" || t == "up_proj" || t == "down_proj") return h + f;
+  if (t == "all-linear") return 2 * (h + q) + 2 * (h + kv) + 3 * (h + f);
+  return 0;
+}
+
+int64_t HybridLayerParams(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
+  // A hybrid layer holds the projections of its mixer -- a linear mixer's in_proj (Qwen's
+  // split in_proj_qkvz and in_proj_ba, or Qwen3.5's four) and out_proj, or attention's q/k/v/o,
+  // q_proj doubled by an output gate -- and of its MLP's up/down (gate/up/down when gated,
+  // Granite's fused input_linear and output_linear; an MoE block's shared expert, whose routed
+  // experts are 3-D parameters, not Linear modules, which peft does not wrap).
+  const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width();
+  const int64_t q_out = m.attention_gate ? 2 * q : q;
+  const int64_t up = m.is_moe_layer(layer) ? m.shared_intermediate : m.intermediate;
+  const bool fused_ffn = m.model_type == "granitemoehybrid";
+  int64_t sum = 0;
+  for (const std::string& t : lora.targets) {
+    const bool all = t == "all-linear";
+    if (m.has_linear_mixer(layer)) {
+      const ModelSpec::LinearMixer& x = m.linear;
+      const int64_t conv = x.conv_dim(), inner = x.inner(), heads = x.heads;
+      if (t == "in_proj") sum += h + x.in_proj();
+      if (t == "in_proj_qkvz") sum += h + conv + inner;
+      if (t == "in_proj_ba") sum += h + 2 * heads;
+      if (t == "in_proj_qkv") sum += h + conv;
+      if (t == "in_proj_z") sum += h + inner;
+      if (t == "in_proj_b" || t == "in_proj_a") sum += h + heads;
+      if (all) {  // each model's own split of in_proj into Linear modules
+        const int modules = !x.delta ? 1 : m.model_type == "qwen3_next" ? 2 : 4;
+        sum += modules * h + x.in_proj();
+      }
+      if (all || t == "out_proj") sum += inner + h;
+    }
+    if (m.has_attention(layer)) {
+      if (all || t == "q_proj") sum += h + q_out;
+      if (all || t == "k_proj") sum += h + kv;
+      if (all || t == "v_proj") sum += h + kv;
+      if (all || t == "o_proj") sum += q + h;
+    }
+    if (m.has_ffn(layer) && up > 0 && fused_ffn) {  // Granite's shared MLP: input_linear gives gate and up
+      if (all || t == "input_linear") sum += h + 2 * up;
+      if (all || t == "output_linear") sum += up + h;
+    } else if (m.has_ffn(layer) && up > 0) {
+      if ((all || t == "gate_proj") && m.mlp == MlpKind::kGated) sum += h + up;
+      if (all || t == "up_proj") sum += h + up;
+      if (all || t == "down_proj") sum += up + h;
+    }
+  }
+  return sum;
+}
+
+}  // namespace
+
+int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
+  if (m.is_hybrid()) return lora.rank * HybridLayerParams(m, lora, layer);
+  const std::vector<NamedLinear> named = FamilyLinears(m, layer);
+  int64_t sum = 0;
+  for (const std::string& t : lora.targets) {
+    bool matched = false;
+    for (const NamedLinear& n : named)
+      if (t == "all-linear" || t == n.name) sum += n.in + n.out, matched = true;
+    if (!matched) sum += RoleParams(m, t);
+  }
+  return lora.rank * sum;
+}
+
+double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
+  if (m.layers <= 0) return 0;
+  double sum = 0;
+  for (int64_t l = 0; l < m.layers; ++l) sum += static_cast<double>(AdapterParamsPerLayer(m, lora, l));
+  return sum / static_cast<double>(m.layers);
+}
+
+Status CheckLoraTargets(const ModelSpec& m, const LoraSpec& lora) {
+  std::vector<std::string> names = {"all-linear"};
+  for (int64_t l = 0; l < std::max<int64_t>(m.layers, 1); ++l)
+    for (const NamedLinear& n : FamilyLinears(m, l))
+      if (std::find(names.begin(), names.end(), n.name) == names.end()) names.emplace_back(n.name);
+  for (std::string_view r : kRoles)
+    if (std::find(names.begin(), names.end(), r) == names.end()) names.emplace_back(r);
+  if (m.is_hybrid())
+    for (std::string_view r : kHybridNames) names.emplace_back(r);
+  for (const std::string& t : lora.targets)
+    if (std::find(names.begin(), names.end(), t) == names.end())
+      return Status::BadInput("lora.targets: \"" + t + "\" names no Linear module of a " + m.model_type +
+                              " layer; expected one of " + Join(names) +
+                              " (llama's q_proj ... down_proj names stand for those roles in any family)");
+  return Status::Ok();
+}
+
+}  // namespace shardplan

@@ -1,0 +1,25 @@
+// LoRA adapters: which Linear modules of a layer a workload's `lora.targets` names, and the
+// parameters peft adds there, r x (in + out) per matched module.
+#pragma once
+
+#include <cstdint>
+
+#include "planner/model_spec.h"
+#include "planner/status.h"
+#include "planner/workload.h"
+
+namespace shardplan {
+
+// Adapter parameters of one layer. A target is `all-linear` (every Linear module of the layer,
+// peft's shorthand), a module name as the model's modeling file spells it (GPT-2's c_attn,
+// BLOOM's query_key_value, Qwen's w1, ...), or one of llama's names (q_proj, k_proj, v_proj,
+// o_proj, gate_proj, up_proj, down_proj), which stand for those roles in any family.
+int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
+
+// The same, averaged over the model's layers (the time model prices a stage by its layer count).
+double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora);
+
+// BadInput naming each target that matches no Linear module of the model, with the names it has.
+Status CheckLoraTargets(const ModelSpec& m, const LoraSpec& lora);
+
+}  // namespace shardplan
