@@ -157,7 +157,9 @@ StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root
 static const Document::Synonyms kWorkloadSynonyms = {
     {"seq_length", "seq_len"},           {"sequence_length", "seq_len"}, {"max_seq_length", "seq_len"},
     {"max_seq_len", "seq_len"},          {"cutoff_len", "seq_len"},      {"global_batch_size", "global_batch"},
-    {"gbs", "global_batch"},             {"dtype", "precision"},         {"mixed_precision", "precision"}};
+    {"gbs", "global_batch"},             {"dtype", "precision"},         {"mixed_precision", "precision"},
+    // Alpaca's, FastChat's and Qwen's train.py (--model_max_length), HF run_clm.py (--block_size).
+    {"model_max_length", "seq_len"},     {"block_size", "seq_len"}};
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
