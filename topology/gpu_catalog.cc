@@ -29,6 +29,11 @@ std::vector<std::string> NameTokens(std::string_view name) {
   auto flush = [&] {
     if (cur.empty()) return;
     if (cur.rfind("sxm", 0) == 0) cur = "sxm";
+    // A memory size written "80G" (Qwen's and LLaMA-Factory's "A100-SXM4-80G", "A800-80G") or
+    // "80GiB" is the "80GB" of the catalog's names.
+    const size_t digits = cur.find_first_not_of("0123456789");
+    if (digits > 0 && digits != std::string::npos && (cur.substr(digits) == "g" || cur.substr(digits) == "gib"))
+      cur = cur.substr(0, digits) + "gb";
     for (const char* prefix : {"rtx", "gtx"})
       if (cur.rfind(prefix, 0) == 0 && cur.size() > 3 && std::isdigit(static_cast<unsigned char>(cur[3]))) {
         out.emplace_back(prefix);
