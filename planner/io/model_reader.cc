@@ -124,6 +124,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"olmo3", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo3DecoderLayer"}},
       {"ernie4_5", {103424, 1024, 3072, 18, 16, 2, 128, 131072, true, "Ernie4_5DecoderLayer"}},
       {"phimoe", {32064, 4096, 6400, 32, 32, 8, 0, 131072, false, "PhimoeDecoderLayer"}},
+      // HunYuanDenseV1Config (Hunyuan dense: per-head q/k norms), HeliumConfig (o_proj never
+      // biased), ArceeConfig (AFM: an up/down MLP with squared ReLU).
+      {"hunyuan_v1_dense", {290943, 4096, 11008, 32, 32, 0, 0, 2048, false, "HunYuanDenseV1DecoderLayer"}},
+      {"helium", {48000, 2560, 7040, 24, 20, 20, 128, 4096, false, "HeliumDecoderLayer"}},
+      {"arcee", {32000, 2560, 18432, 32, 32, 0, 80, 4096, false, "ArceeDecoderLayer"}},
       // Remote-code families of 2023-24: Qwen (Qwen-1, configuration_qwen.py; ReadQwen1), InternLM
       // (InternLM-1, configuration_internlm.py), MiniCPM (configuration_minicpm.py: llama's keys,
       // the head tied by default) and DeepSeek-MoE (configuration_deepseek.py: dense unless
@@ -1210,6 +1215,13 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
   // OLMo, OLMo-2 and Cohere keep llama's keys (attention_bias on q/k/v/o); their MLPs have no
   // bias whatever mlp_bias says.
   if (type == "olmo" || type == "olmo2" || type == "olmo3" || type == "cohere" || type == "cohere2") m.mlp_bias = false;
+  // Hunyuan dense (modeling_hunyuan_v1_dense.py): query_layernorm and key_layernorm of head_dim in
+  // every layer; attention_bias on all four projections (the common keys).
+  if (type == "hunyuan_v1_dense") m.qk_norm = true;
+  // Helium (modeling_helium.py): attention_bias on q, k and v; o_proj never.
+  if (type == "helium") m.o_bias = false;
+  // Arcee (modeling_arcee.py): up_proj and down_proj around a squared ReLU, no gate.
+  if (type == "arcee") m.mlp = MlpKind::kPlain;
   // EXAONE 4 (modeling_exaone4.py): per-head q_norm and k_norm of head_dim; post_attention and
   // post_feedforward norms after each block in place of pre-norms. EXAONE-4.0-32B counts
   // 32,003,216,384 parameters.

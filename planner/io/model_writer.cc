@@ -40,9 +40,9 @@ void Common(Out& o, const ModelSpec& m) {
   o.Key("head_dim", m.head_dim);
   o.Key("max_position_embeddings", m.max_positions);
   o.Bool("tie_word_embeddings", m.tied_embeddings);
-  // GLM's and Seed-OSS's attention_bias biases q, k and v only; elsewhere it is every projection's.
+  // GLM's, Seed-OSS's and Helium's attention_bias biases q, k and v only; elsewhere it is every projection's.
   const std::string& t = m.model_type;
-  const bool qkv_only = t == "glm4_moe" || t == "glm" || t == "glm4" || t == "seed_oss";
+  const bool qkv_only = t == "glm4_moe" || t == "glm" || t == "glm4" || t == "seed_oss" || t == "helium";
   o.Bool("attention_bias", qkv_only ? m.qkv_bias : m.o_bias);
   o.Bool("mlp_bias", m.mlp_bias);
   if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);

@@ -132,7 +132,7 @@ TEST(ClusterRejects, OurOwnKeysAreStrict) {
             std::string::npos) << s.message();
   s = ClusterError("gpus_per_node: 8\ngpu: h100-sxm-80gb\nintra_node: {fabric: nvlink, bandwidth: 450}\n");
   EXPECT_NE(s.message().find("bandwidth: a bandwidth needs a unit"), std::string::npos) << s.message();
-  s = ClusterError("gpus_per_node: 8\ngpu: h100-sxm-80g\n");
+  s = ClusterError("gpus_per_node: 8\ngpu: h100-sxn-80gb\n");  // ("h100-sxm-80g" is the 80 GB part, as sources write it)
   EXPECT_NE(s.message().find("did you mean 'h100-sxm-80gb'?"), std::string::npos) << s.message();
   s = ClusterError("gpus_per_node: 8\ngpu: {name: X, memory: 96}\n");
   EXPECT_NE(s.message().find("memory: a size needs a unit"), std::string::npos) << s.message();
@@ -288,7 +288,10 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
                         Case{"L20", "l20-48gb", 46068}, Case{"A30", "a30-24gb", 24576},
                         Case{"Tesla V100-PCIE-32GB", "v100-pcie-32gb", 32768}, Case{"P100", "p100-pcie-16gb", 16384},
                         Case{"NVIDIA GH200 480GB", "gh200-96gb", 97871}, Case{"NVIDIA GH200 120GB", "gh200-96gb", 97871},
-                        Case{"GH200 144GB", "gh200-144gb", 146831}}) {
+                        Case{"GH200 144GB", "gh200-144gb", 146831},
+                        // Sizes written "80G" or "80GiB", as Qwen's and LLaMA-Factory's tables write them.
+                        Case{"A100-SXM4-80G", "a100-sxm-80gb", 81920}, Case{"A800-80G", "a800-sxm-80gb", 81920},
+                        Case{"A100-40G", "a100-sxm-40gb", 40960}, Case{"H100 80GiB", "h100-sxm-80gb", 81559}}) {
     auto cl = ReadCluster(std::string("gpus_per_node: 1\ngpu: ") + c.written + "\n");
     ASSERT_TRUE(cl.ok()) << c.written << ": " << cl.status().message();
     EXPECT_EQ(cl->gpu.name, c.key) << c.written;
@@ -678,6 +681,8 @@ TEST(Workload, SynonymsReadAsOurKeys) {
   EXPECT_TRUE(w->global_batch_stated);
   EXPECT_EQ(w->precision, Dtype::kFp8);
   EXPECT_EQ(ReadWorkload("task: lora\ncutoff_len: 1024\n")->seq_len, 1024);
+  EXPECT_EQ(ReadWorkload("task: finetune\nmodel_max_length: 512\n")->seq_len, 512);  // Alpaca's train.py
+  EXPECT_EQ(ReadWorkload("task: pretrain\nblock_size: 1024\n")->seq_len, 1024);      // run_clm.py
   const std::string twice = WorkloadError("task: pretrain\nseq_len: 1024\nmax_seq_length: 2048\n");
   EXPECT_NE(twice.find("w.yaml:3:1: 'max_seq_length' repeats seq_len"), std::string::npos) << twice;
   const std::string layout = WorkloadError("task: pretrain\nmicro_batch_size: 2\n");

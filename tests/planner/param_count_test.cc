@@ -1537,5 +1537,29 @@ TEST(Families, DeepseekMoe) {
   ExpectReadsBack(*dense_only);
 }
 
+// Hunyuan dense (per-head q/k norms, tied), Helium (q/k/v biased, o_proj not) and Arcee's AFM (an
+// up/down squared-ReLU MLP), on configs shaped like Hunyuan-1.8B, Helium-1-2B and AFM-4.5B: the
+// counts transformers 5.23 builds from the same configs.
+TEST(Families, HunyuanHeliumArcee) {
+  auto hy = FromJson(R"({"model_type":"hunyuan_v1_dense","vocab_size":120818,"hidden_size":2048,"intermediate_size":6144,"num_hidden_layers":32,"num_attention_heads":16,"num_key_value_heads":4,"head_dim":128,"attention_bias":false,"mlp_bias":false,"tie_word_embeddings":true,"max_position_embeddings":32768,"use_qk_norm":true,"torch_dtype":"bfloat16"})");
+  ASSERT_TRUE(hy.ok()) << hy.status().message();
+  EXPECT_EQ(CountParams(*hy).total, 1'791'080'448);
+  EXPECT_TRUE(hy->qk_norm);
+  ExpectReadsBack(*hy);
+  auto he = FromJson(R"({"model_type":"helium","vocab_size":64000,"hidden_size":2560,"intermediate_size":7040,"num_hidden_layers":24,"num_attention_heads":20,"num_key_value_heads":20,"head_dim":128,"attention_bias":true,"mlp_bias":false,"tie_word_embeddings":false,"max_position_embeddings":4096,"torch_dtype":"bfloat16"})");
+  ASSERT_TRUE(he.ok()) << he.status().message();
+  EXPECT_EQ(CountParams(*he).total, 2'254'748'160);
+  EXPECT_TRUE(he->qkv_bias);
+  EXPECT_FALSE(he->o_bias);
+  ExpectReadsBack(*he);
+  auto af = FromJson(R"({"model_type":"arcee","vocab_size":128004,"hidden_size":2560,"intermediate_size":18432,"num_hidden_layers":36,"num_attention_heads":20,"num_key_value_heads":4,"head_dim":128,"attention_bias":false,"mlp_bias":false,"tie_word_embeddings":false,"max_position_embeddings":65536,"hidden_act":"relu2","torch_dtype":"bfloat16"})");
+  ASSERT_TRUE(af.ok()) << af.status().message();
+  const int64_t h = 2560, q = 20 * 128, kv = 4 * 128;
+  EXPECT_EQ(CountParams(*af).total, 36 * (h * (q + 2 * kv) + q * h + 2 * h * 18432 + 2 * h) + 2 * 128004 * h + h);
+  EXPECT_EQ(CountParams(*af).total, 4'619'184'640);
+  EXPECT_EQ(af->mlp, MlpKind::kPlain);
+  ExpectReadsBack(*af);
+}
+
 }  // namespace
 }  // namespace shardplan
