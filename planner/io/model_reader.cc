@@ -320,9 +320,6 @@ Status ReadIndexer(const Reader& r, ModelSpec& m, int64_t heads) {
   return Status::Ok();
 }
 
-// DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
-// (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
-// routing without a correction bias, the first layer dense).
 // DeepSeek's MoE layers (DeepSeek-MoE, V2, V3): n_routed_experts of moe_intermediate_size, the
 // shared ones as wide, in layers from first_k_dense_replace on that are multiples of
 // moe_layer_freq. `d` holds the config class's defaults; 0 routed experts is a dense model.
@@ -347,6 +344,9 @@ Status ReadDeepseekExperts(const Reader& r, ModelSpec& m, const DeepseekMoeDefau
   return Status::Ok();
 }
 
+// DeepSeek-V2 shares V3's MLA and routed/shared experts; its config defaults differ
+// (configuration_deepseek_v2.py: 160 routed and 2 shared experts of 1407, top-6, greedy
+// routing without a correction bias, the first layer dense).
 Status ReadDeepseek(const Reader& r, ModelSpec& m, bool v2) {
   m.attention = AttentionKind::kMla;
   m.kv_heads = m.heads;  // MLA has no separate KV heads; every head reads the shared latent
