@@ -25,7 +25,10 @@ void ModelFlags(const ModelSpec& m, Flags& f) {
   if (m.max_positions > 0) Add(f, "--max-position-embeddings", m.max_positions);
   if (m.mlp == MlpKind::kGated) Add(f, "--swiglu");
   if (m.norm == NormKind::kRms) f.emplace_back("--normalization RMSNorm");
-  if (m.is_hybrid()) f.emplace_back("--position-embedding-type none");  // Nemotron-H's attention has no RoPE
+  // Nemotron-H's attention has no RoPE; Megatron-core has no ALiBi (its choices are
+  // learned_absolute, rope, mrope, relative and none), so an ALiBi model is built without a
+  // position table rather than with a learned one it does not have (MegatronArgs notes it).
+  if (m.is_hybrid() || m.position == PositionKind::kAlibi) f.emplace_back("--position-embedding-type none");
   else if (m.position == PositionKind::kRotary) f.emplace_back("--position-embedding-type rope");
   if (!m.tied_embeddings) Add(f, "--untie-embeddings-and-output-weights");
   if (!m.qkv_bias && !m.mlp_bias && !m.o_bias) Add(f, "--disable-bias-linear");
@@ -178,6 +181,13 @@ StatusOr<Emitted> MegatronArgs(const Plan& plan, const JobShape& s) {
   if (plan.model.attention == AttentionKind::kMla)
     out.Note("Megatron: add the multi-latent-attention flags (--multi-latent-attention, "
              "--q-lora-rank, --kv-lora-rank, ...) for this MLA model");
+  if (plan.model.position == PositionKind::kAlibi && !plan.model.is_hybrid())
+    out.Note("Megatron: Megatron-core has no ALiBi; these arguments build " + plan.model.name +
+             " without position embeddings (Megatron-DeepSpeed's --position-embedding-type alibi has it)");
+  if (plan.model.parallel_residual)
+    out.Note("Megatron: Megatron-core's layer runs attention, then the MLP; " + plan.model.name +
+             "'s parallel block (both on one normed input) has no flag, so these arguments build the sequential "
+             "layer with the same parameters");
   if (!plan.model.vision.kind.empty())
     out.Note("Megatron: these arguments build the text tower only; " + plan.model.vision.kind +
              "'s vision encoder needs a multimodal entry point (Megatron-Bridge's VLM recipes)");

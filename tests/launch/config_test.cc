@@ -250,6 +250,24 @@ TEST(MegatronArgsTest, VisionLanguageModelSaysTextTowerOnly) {
   EXPECT_THAT(args->notes[0], HasSubstr("text tower only; qwen3_vl's vision encoder"));
 }
 
+// Megatron-core has no ALiBi and no parallel attention/MLP block: an ALiBi model is built
+// without a position table (a learned one would add parameters the model lacks), and the
+// notes say what the arguments build instead.
+TEST(MegatronArgsTest, AlibiAndParallelBlocksAreNamed) {
+  Plan p = TpPpZero1MultiNode();
+  p.model.name = "bloom-7b1";
+  p.model.position = PositionKind::kAlibi;
+  p.model.parallel_residual = true;
+  StatusOr<std::vector<std::string>> f = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_NE(std::find(f->begin(), f->end(), "--position-embedding-type none"), f->end());
+  StatusOr<Emitted> args = MegatronArgs(p, Shape(p));
+  ASSERT_TRUE(args.ok()) << args.status().message();
+  ASSERT_EQ(args->notes.size(), 2u);
+  EXPECT_THAT(args->notes[0], HasSubstr("no ALiBi; these arguments build bloom-7b1 without position embeddings"));
+  EXPECT_THAT(args->notes[1], HasSubstr("parallel block (both on one normed input) has no flag"));
+}
+
 TEST(MegatronArgsTest, UnevenStagesAndRejectedZero) {
   Plan p = TpPpZero1MultiNode();
   p.model.layers = 79;  // 40 + 39: Megatron needs the first stage's size
