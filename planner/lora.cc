@@ -41,7 +41,9 @@ std::vector<NamedLinear> FamilyLinears(const ModelSpec& m, int64_t layer) {
   if (t == "phi") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"dense", q, h}}, "fc1", "fc2", f);
   if (t == "gpt_neox" || t == "bloom" || t == "falcon")
     return mlp({{"query_key_value", h, qkv}, {"dense", q, h}}, "dense_h_to_4h", "dense_4h_to_h", f);
-  if (t == "chatglm") return mlp({{"query_key_value", h, qkv}, {"dense", q, h}}, "dense_h_to_4h", "dense_4h_to_h", 2 * f);
+  if (t == "chatglm")  // GLM-2 to 4: dense_h_to_4h gives SwiGLU's gate and up; ChatGLM-6B's is a plain GELU MLP
+    return mlp({{"query_key_value", h, qkv}, {"dense", q, h}}, "dense_h_to_4h", "dense_4h_to_h",
+               m.mlp == MlpKind::kGated ? 2 * f : f);
   if (t == "mpt") return mlp({{"Wqkv", h, qkv}, {"out_proj", q, h}}, "up_proj", "down_proj", f);
   if (t == "dbrx") return {{"Wqkv", h, qkv}, {"out_proj", q, h}};
   if (t == "starcoder2") return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h}}, "c_fc", "c_proj", f);

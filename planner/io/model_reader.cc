@@ -199,7 +199,7 @@ const std::vector<std::string> kCommonKeys = {
     "attention_types", "attention_layers", "window_size", "use_qkv_bias", "use_parallel_residual",
     "attention_out_bias", "lm_head_bias", "use_sliding_window", "no_rope_layers", "no_rope_layer_interval",
     "ffn_config", "scale_emb", "dim_model_base", "scale_depth", "use_flash_attn", "use_logn_attn",
-    "use_dynamic_ntk"};
+    "use_dynamic_ntk", "inner_hidden_size", "max_sequence_length", "position_encoding_2d"};
 
 struct Reader {
   const Document& doc;
@@ -702,7 +702,33 @@ Status ReadFalcon(const Reader& r, const Defaults& d, ModelSpec& m) {
 // keys and values grouped into multi_query_group_num heads when multi_query_attention;
 // biases on query_key_value only (add_qkv_bias), none elsewhere unless add_bias_linear.
 // GLM-4-9B counts 9,399,951,360 parameters.
+// ChatGLM-6B, the first generation (THUDM/chatglm-6b configuration_chatglm.py and
+// modeling_chatglm.py), shares the model_type with GLM-2 to 4 but not their keys or layer:
+// vocab_size (130,528), inner_hidden_size (a 4h GELU MLP), max_sequence_length; q/k/v fused
+// into query_key_value of 3h, dense and both MLP matrices, all biased; LayerNorms with bias;
+// 2-D rotary positions (no parameters); the head tied to the word embeddings (its config class
+// leaves tie_word_embeddings at PretrainedConfig's true). chatglm-6b counts 6,173,286,400.
+bool ChatglmFirstGeneration(const Reader& r) { return r.Has("inner_hidden_size") || r.Has("position_encoding_2d"); }
+
+Status ReadChatglm1(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 130528, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", 4096, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("inner_hidden_size", 16384, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_layers", 28, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", 32, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_sequence_length", 2048, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", true));
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  m.qkv_bias = m.o_bias = m.mlp_bias = true;
+  return ReadDtype(r, m);
+}
+
 Status ReadChatglm(const Reader& r, const Defaults& d, ModelSpec& m) {
+  if (ChatglmFirstGeneration(r)) return ReadChatglm1(r, m);
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("padded_vocab_size", d.vocab, 1, kMaxVocab));
   SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("ffn_hidden_size", d.intermediate, 1, kMaxDim));

@@ -278,6 +278,15 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("num_kv_heads", m.kv_heads);
       o.Key("num_ln_in_parallel_attn", m.norms_per_layer);
     }
+  } else if (t == "chatglm" && m.mlp == MlpKind::kPlain) {  // ChatGLM-6B's first generation (ReadChatglm1)
+    o.Key("vocab_size", m.vocab);
+    o.Key("hidden_size", m.hidden);
+    o.Key("inner_hidden_size", m.intermediate);
+    o.Key("num_layers", m.layers);
+    o.Key("num_attention_heads", m.heads);
+    o.Key("max_sequence_length", m.max_positions);
+    o.Bool("position_encoding_2d", true);
+    o.Bool("tie_word_embeddings", m.tied_embeddings);
   } else if (t == "chatglm") {
     o.Key("padded_vocab_size", m.vocab);
     o.Key("hidden_size", m.hidden);

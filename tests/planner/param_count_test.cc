@@ -1561,5 +1561,29 @@ TEST(Families, HunyuanHeliumArcee) {
   ExpectReadsBack(*af);
 }
 
+// ChatGLM-6B's first generation shares model_type "chatglm" with GLM-2 to 4 but not their keys:
+// read with their defaults it counted 7,833,096,192 (GLM-4's vocab and SwiGLU). With THUDM/chatglm-6b's
+// keys: vocab 130,528, 28 layers of h 4096, query_key_value 3h and dense h, a 4h GELU MLP, every
+// Linear and LayerNorm biased, the head tied to the word embeddings: 6,173,286,400 (its "6.2B").
+TEST(Families, ChatglmFirstGeneration) {
+  auto m = FromJson(R"({"_name_or_path":"THUDM/chatglm-6b","architectures":["ChatGLMModel"],
+    "auto_map":{"AutoConfig":"configuration_chatglm.ChatGLMConfig",
+    "AutoModel":"modeling_chatglm.ChatGLMForConditionalGeneration",
+    "AutoModelForSeq2SeqLM":"modeling_chatglm.ChatGLMForConditionalGeneration"},"bos_token_id":130004,
+    "eos_token_id":130005,"mask_token_id":130000,"gmask_token_id":130001,"pad_token_id":3,"hidden_size":4096,
+    "inner_hidden_size":16384,"layernorm_epsilon":1e-05,"max_sequence_length":2048,"model_type":"chatglm",
+    "num_attention_heads":32,"num_layers":28,"position_encoding_2d":true,"torch_dtype":"float16",
+    "transformers_version":"4.23.1","use_cache":true,"vocab_size":130528})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const int64_t h = 4096;
+  const int64_t layer = 3 * h * h + 3 * h + h * h + h + 4 * h * h + 4 * h + 4 * h * h + h + 4 * h;
+  EXPECT_EQ(CountParams(*m).total, 28 * layer + 130528 * h + 2 * h);
+  EXPECT_EQ(CountParams(*m).total, 6'173'286'400);
+  EXPECT_EQ(m->mlp, MlpKind::kPlain);
+  EXPECT_TRUE(m->tied_embeddings);
+  EXPECT_EQ(m->decoder_layer_class, "GLMBlock");
+  ExpectReadsBack(*m);
+}
+
 }  // namespace
 }  // namespace shardplan
