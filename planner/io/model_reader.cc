@@ -163,7 +163,11 @@ const std::map<std::string, std::string> kTextTowers = {
 // Model types whose configs carry another family's keys and modules under their own name.
 // Kimi K2 is DeepSeek-V3's architecture (384 routed experts, 64 heads); Moonshot names it
 // kimi_k2 so that engines can tell the two apart, and transformers reads it as deepseek_v3.
-const std::map<std::string, std::string> kSameArchitecture = {{"kimi_k2", "deepseek_v3"}};
+// Falcon's configs before transformers took the family in (the remote-code RWConfig):
+// "RefinedWebModel" is Falcon-7B's layer, "RefinedWeb" Falcon-40B's (the new decoder
+// architecture, which ReadFalcon takes as given for it).
+const std::map<std::string, std::string> kSameArchitecture = {
+    {"kimi_k2", "deepseek_v3"}, {"RefinedWebModel", "falcon"}, {"RefinedWeb", "falcon"}};
 
 // Keys we read, per naming scheme; used to catch misspellings.
 const std::vector<std::string> kCommonKeys = {
@@ -670,7 +674,8 @@ Status ReadFalcon(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("ffn_hidden_size", 4 * m.hidden, 1, kMaxDim));
   SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
   SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
-  SP_ASSIGN_OR_RETURN(bool new_arch, r.Bool("new_decoder_architecture", false));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> written_type, r.doc.String(r.node, "model_type"));
+  SP_ASSIGN_OR_RETURN(bool new_arch, r.Bool("new_decoder_architecture", written_type == "RefinedWeb"));
   SP_ASSIGN_OR_RETURN(bool multi_query, r.Bool("multi_query", true));
   SP_ASSIGN_OR_RETURN(bool parallel, r.Bool("parallel_attn", true));
   SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", false));

@@ -1585,5 +1585,33 @@ TEST(Families, ChatglmFirstGeneration) {
   ExpectReadsBack(*m);
 }
 
+// Falcon's configs from before transformers took the family in name it RefinedWebModel (7B) and
+// RefinedWeb (40B: the new decoder architecture, with n_head_kv KV heads and two norms). They count
+// as transformers builds the same widths under model_type falcon: 6,921,720,704 and 41,303,293,952.
+TEST(Families, FalconRemoteCodeNames) {
+  auto f7 = FromJson(R"({"alibi":false,"apply_residual_connection_post_layernorm":false,"architectures":["RWForCausalLM"],
+    "attention_dropout":0.0,"auto_map":{"AutoConfig":"configuration_RW.RWConfig",
+    "AutoModelForCausalLM":"modelling_RW.RWForCausalLM"},"bias":false,"bos_token_id":11,"eos_token_id":11,
+    "hidden_dropout":0.0,"hidden_size":4544,"initializer_range":0.02,"layer_norm_epsilon":1e-05,
+    "model_type":"RefinedWebModel","multi_query":true,"n_head":71,"n_layer":32,"parallel_attn":true,
+    "torch_dtype":"bfloat16","transformers_version":"4.27.4","use_cache":true,"vocab_size":65024})");
+  ASSERT_TRUE(f7.ok()) << f7.status().message();
+  EXPECT_EQ(CountParams(*f7).total, 6'921'720'704);
+  EXPECT_EQ(f7->kv_heads, 1);
+  EXPECT_EQ(f7->model_type, "falcon");
+  ExpectReadsBack(*f7);
+  auto f40 = FromJson(R"({"alibi":false,"apply_residual_connection_post_layernorm":false,"architectures":["RWForCausalLM"],
+    "attention_dropout":0.0,"auto_map":{"AutoConfig":"configuration_RW.RWConfig",
+    "AutoModelForCausalLM":"modelling_RW.RWForCausalLM"},"bias":false,"bos_token_id":11,"eos_token_id":11,
+    "hidden_dropout":0.0,"hidden_size":8192,"initializer_range":0.02,"layer_norm_epsilon":1e-05,
+    "model_type":"RefinedWeb","n_head":128,"n_head_kv":8,"n_layer":60,"parallel_attn":true,
+    "torch_dtype":"bfloat16","transformers_version":"4.27.4","use_cache":true,"vocab_size":65024})");
+  ASSERT_TRUE(f40.ok()) << f40.status().message();
+  EXPECT_EQ(CountParams(*f40).total, 41'303'293'952);
+  EXPECT_EQ(f40->kv_heads, 8);
+  EXPECT_EQ(f40->norms_per_layer, 2);
+  ExpectReadsBack(*f40);
+}
+
 }  // namespace
 }  // namespace shardplan
