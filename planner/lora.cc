@@ -154,8 +154,23 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
 
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
   if (m.layers <= 0) return 0;
+  // Layers differ only by their block letter and whether their FFN is an MoE: each such kind
+  // is counted once (the search prices a LoRA layout through here, layout after layout).
+  struct Kind {
+    char block;
+    bool moe;
+    int64_t layer, count;
+  };
+  std::vector<Kind> kinds;
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const char b = m.block(l);
+    const bool moe = m.is_moe_layer(l);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return k.block == b && k.moe == moe; });
+    if (it == kinds.end()) kinds.push_back({b, moe, l, 1});
+    else ++it->count;
+  }
   double sum = 0;
-  for (int64_t l = 0; l < m.layers; ++l) sum += static_cast<double>(AdapterParamsPerLayer(m, lora, l));
+  for (const Kind& k : kinds) sum += static_cast<double>(k.count) * static_cast<double>(AdapterParamsPerLayer(m, lora, k.layer));
   return sum / static_cast<double>(m.layers);
 }
 

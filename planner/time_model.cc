@@ -89,6 +89,7 @@ struct Ctx : LayerShape {
   Knobs k;
   int pp = 1, dp = 1, vpp = 1;
   int64_t moe_layers = 0;  // layers whose MLP is an MoE block
+  double lora_layer_params = 0;  // LoRA adapters per layer (the mean over the layers)
 };
 
 int AtLeast1(int v) { return v > 0 ? v : 1; }
@@ -395,7 +396,7 @@ DpCost DataParallel(const Ctx& x, const StageCost& sc, int64_t micro_batches, do
   double dense = sc.dense_params / tp, expert = sc.expert_params / (x.ep * x.etp);
   double grads_dense = dense, grads_expert = expert;
   if (x.lora) {
-    grads_dense = LoraLayerParams(x.m, x.w.lora) * stage_layers / tp;
+    grads_dense = x.lora_layer_params * stage_layers / tp;
     grads_expert = 0;
   }
   const double gb = GradBytes(x);
@@ -451,7 +452,7 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
   const double dense_shard = x.l.zero >= 1 ? (x.l.zero >= 3 ? AtLeast1(x.l.shard_degree()) * x.cp : x.dp * x.cp) : 1;
   const double expert_shard = x.l.zero >= 1 ? std::max(1.0, dense_shard * x.tp / (x.ep * x.etp)) : 1;
   double local = sc.dense_params / x.tp / dense_shard + sc.expert_params / (x.ep * x.etp) / expert_shard;
-  if (x.lora) local = LoraLayerParams(x.m, x.w.lora) * stage_layers / x.tp / dense_shard;
+  if (x.lora) local = x.lora_layer_params * stage_layers / x.tp / dense_shard;
   const double gpn = AtLeast1(x.c.gpus_per_node);
   if (x.l.offload_optimizer == Offload::kNone) {
     e.optimizer = MemSeconds(x.hw, local * OptimizerBytesPerParam(x.w.optimizer));
@@ -516,6 +517,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (x.hw.peak <= 0) return out;  // a GPU without a datasheet peak: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
+  x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
   const int64_t micro = AtLeast1(l.grad_accum);
 
   const LayerTable table = BuildTable(x);

@@ -93,5 +93,20 @@ TEST(LoraTargets, MlaNames) {
   EXPECT_EQ(AdapterParamsPerLayer(m, Targets({"kv_b_proj"}, 1), 0), 512 + 128 * (128 + 128));
 }
 
+// The mean the time model prices counts each layer kind by its layers: DeepSeek-V2-Lite's dense
+// first layer (FFN 10,944), then 26 MoE layers whose only Linear MLP is the shared experts' (2 x 1,408).
+TEST(LoraTargets, MeanOverMixedLayers) {
+  const ModelSpec m = FromJson(R"({"model_type":"deepseek_v2","hidden_size":2048,"intermediate_size":10944,"num_hidden_layers":27,
+    "num_attention_heads":16,"n_routed_experts":64,"n_shared_experts":2,"num_experts_per_tok":6,"moe_intermediate_size":1408,
+    "first_k_dense_replace":1,"q_lora_rank":null,"kv_lora_rank":512,"qk_nope_head_dim":128,"qk_rope_head_dim":64,
+    "v_head_dim":128,"vocab_size":102400})");
+  const LoraSpec all = Targets({"all-linear"}, 1);
+  const int64_t h = 2048, attn = (h + 16 * 192) + (h + 512 + 64) + (512 + 16 * 256) + (16 * 128 + h);
+  const int64_t dense = AdapterParamsPerLayer(m, all, 0), moe = AdapterParamsPerLayer(m, all, 1);
+  EXPECT_EQ(dense, attn + 3 * (h + 10944));
+  EXPECT_EQ(moe, attn + 3 * (h + 2816));
+  EXPECT_DOUBLE_EQ(AdapterParamsPerLayerMean(m, all), (dense + 26.0 * moe) / 27);
+}
+
 }  // namespace
 }  // namespace shardplan
