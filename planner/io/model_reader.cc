@@ -702,11 +702,31 @@ Status ReadFalcon(const Reader& r, const Defaults& d, ModelSpec& m) {
   return ReadDtype(r, m);
 }
 
-// ChatGLM's remote-code config (THUDM/GLM-4 configuration_chatglm.py): padded_vocab_size
-// rows for the embedding and the untied output_layer; q/k/v of kv_channels per head, the
-// keys and values grouped into multi_query_group_num heads when multi_query_attention;
-// biases on query_key_value only (add_qkv_bias), none elsewhere unless add_bias_linear.
-// GLM-4-9B counts 9,399,951,360 parameters.
+// GptKeys (model_reader.h) under GPT-2's names and under GPT-Neo's.
+constexpr GptKeys kGpt2Keys{"n_embd", "n_layer", "n_head", "n_positions", "n_inner"};
+constexpr GptKeys kGptNeoKeys{"hidden_size", "num_layers", "num_heads", "max_position_embeddings", "intermediate_size"};
+
+Status ReadGptDims(const Reader& r, const Defaults& d, const GptKeys& k, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
+  SP_ASSIGN_OR_RETURN(m.hidden, r.Int(k.hidden, d.hidden, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.layers, r.Int(k.layers, d.layers, 1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(m.heads, r.Int(k.heads, d.heads, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int(k.positions, d.max_positions, 1, int64_t{1} << 34));
+  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int(k.inner, 4 * m.hidden, 1, kMaxDim));  // null -> 4h
+  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  return Status::Ok();
+}
+
+// The layer GPT-J, CodeGen, GPT-Neo, GPTBigCode and ChatGLM-6B share: LayerNorms, an up/down GELU
+// MLP, heads that split the hidden size (every head its own KV unless the reader says otherwise).
+void GptEraLayer(ModelSpec& m) {
+  m.norm = NormKind::kLayer;
+  m.mlp = MlpKind::kPlain;
+  m.gelu = true;
+  m.kv_heads = m.heads;
+  m.head_dim = m.hidden / m.heads;
+}
+
 // ChatGLM-6B, the first generation (THUDM/chatglm-6b configuration_chatglm.py and
 // modeling_chatglm.py), shares the model_type with GLM-2 to 4 but not their keys or layer:
 // vocab_size (130,528), inner_hidden_size (a 4h GELU MLP), max_sequence_length; q/k/v fused
@@ -723,15 +743,16 @@ Status ReadChatglm1(const Reader& r, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads", 32, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_sequence_length", 2048, 1, int64_t{1} << 34));
   SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", true));
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
-  m.norm = NormKind::kLayer;
-  m.mlp = MlpKind::kPlain;
-  m.gelu = true;
+  GptEraLayer(m);
   m.qkv_bias = m.o_bias = m.mlp_bias = true;
   return ReadDtype(r, m);
 }
 
+// ChatGLM's remote-code config (THUDM/GLM-4 configuration_chatglm.py): padded_vocab_size
+// rows for the embedding and the untied output_layer; q/k/v of kv_channels per head, the
+// keys and values grouped into multi_query_group_num heads when multi_query_attention;
+// biases on query_key_value only (add_qkv_bias), none elsewhere unless add_bias_linear.
+// GLM-4-9B counts 9,399,951,360 parameters.
 Status ReadChatglm(const Reader& r, const Defaults& d, ModelSpec& m) {
   if (ChatglmFirstGeneration(r)) return ReadChatglm1(r, m);
   SP_ASSIGN_OR_RETURN(m.vocab, r.Int("padded_vocab_size", d.vocab, 1, kMaxVocab));
@@ -771,24 +792,15 @@ Status ReadFixedHeadDims(const Reader& r, const Defaults& d, ModelSpec& m, bool 
   return ReadDtype(r, m);
 }
 
-// InternLM2 / InternLM2.5 remote code (internlm/internlm2_5-7b modeling_internlm2.py,
+// InternLM remote code. InternLM2 / InternLM2.5 (internlm/internlm2_5-7b modeling_internlm2.py,
 // configuration_internlm2.py): llama's keys; one fused wqkv of (heads + 2 x KV heads) x
 // hidden / heads rows and wo, both biased only with `bias` (default true); SwiGLU w1/w3/w2
 // without biases; attention_norm and ffn_norm RMSNorms; an untied `output` head.
-// internlm2_5-7b counts 7,737,708,544 parameters.
-Status ReadInternlm2(const Reader& r, const Defaults& d, ModelSpec& m) {
-  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, true));
-  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
-  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", true));
-  m.qkv_bias = m.o_bias = bias;
-  return Status::Ok();
-}
-
-// InternLM-1 remote code (internlm/internlm-7b modeling_internlm.py): llama's layer with
-// separate q/k/v/o projections of hidden / heads per head, all biased with `bias` (default
-// true), no KV heads. internlm-7b counts 7,321,948,160 parameters.
-Status ReadInternlm(const Reader& r, const Defaults& d, ModelSpec& m) {
-  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, false));
+// internlm2_5-7b counts 7,737,708,544 parameters. InternLM-1 (internlm/internlm-7b
+// modeling_internlm.py): the same layer with separate q/k/v/o projections and no KV heads
+// (`gqa` false); internlm-7b counts 7,321,948,160.
+Status ReadInternlm(const Reader& r, const Defaults& d, ModelSpec& m, bool gqa) {
+  SP_RETURN_IF_ERROR(ReadFixedHeadDims(r, d, m, gqa));
   SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
   SP_ASSIGN_OR_RETURN(bool bias, r.Bool("bias", true));
   m.qkv_bias = m.o_bias = bias;
@@ -838,14 +850,8 @@ Status ReadBaichuan(const Reader& r, const Defaults& d, ModelSpec& m) {
   return Status::Ok();
 }
 
-Status ReadGpt2(const Reader& r, ModelSpec& m) {
-  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", 50257, 1, kMaxVocab));
-  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", 768, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", 12, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", 12, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", 1024, 1, int64_t{1} << 34));
-  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
-  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", true));
+Status ReadGpt2(const Reader& r, const Defaults& d, ModelSpec& m) {
+  SP_RETURN_IF_ERROR(ReadGptDims(r, d, kGpt2Keys, m));
   m.position = PositionKind::kLearned;
   return Status::Ok();
 }
@@ -857,22 +863,12 @@ Status ReadGpt2(const Reader& r, ModelSpec& m) {
 // bias. Neither modeling file has an SDPA path: attention is eager unless a run asks for
 // flash_attention_2. GPT-J-6B counts 6,050,882,784 parameters, CodeGen-6B 7,064,213,504.
 Status ReadGptj(const Reader& r, const Defaults& d, ModelSpec& m) {
-  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
-  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", d.hidden, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", d.layers, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", d.heads, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", d.max_positions, 1, int64_t{1} << 34));
-  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
-  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
-  m.norm = NormKind::kLayer;
-  m.mlp = MlpKind::kPlain;
-  m.gelu = true;
+  SP_RETURN_IF_ERROR(ReadGptDims(r, d, kGpt2Keys, m));
+  GptEraLayer(m);
   m.norms_per_layer = 1;
   m.parallel_residual = true;
   m.mlp_bias = true;
   m.head_bias = true;
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
   m.attention_impl = AttentionImpl::kEager;
   return ReadDtype(r, m);
 }
@@ -936,18 +932,17 @@ Status ReadDbrx(const Reader& r, const Defaults& d, ModelSpec& m) {
   m.expert_intermediate = d.intermediate;
   m.experts = 4;
   m.experts_per_token = 1;
-  for (const char* section : {"attn_config", "ffn_config"}) {
-    const YAML::Node sub = r.node[section];
-    if (!sub.IsDefined() || sub.IsNull()) continue;
-    SP_RETURN_IF_ERROR(r.doc.ExpectMap(sub, section));
-    Reader in{r.doc, sub};
-    if (std::string(section) == "attn_config") {
-      SP_ASSIGN_OR_RETURN(m.kv_heads, in.Int("kv_n_heads", d.kv_heads, 1, 1 << 16));
-    } else {
-      SP_ASSIGN_OR_RETURN(m.expert_intermediate, in.Int("ffn_hidden_size", d.intermediate, 1, kMaxDim));
-      SP_ASSIGN_OR_RETURN(m.experts, in.Int("moe_num_experts", 4, 1, 1 << 16));
-      SP_ASSIGN_OR_RETURN(m.experts_per_token, in.Int("moe_top_k", 1, 1, m.experts));
-    }
+  if (const YAML::Node attn = r.node["attn_config"]; attn.IsDefined() && !attn.IsNull()) {
+    SP_RETURN_IF_ERROR(r.doc.ExpectMap(attn, "attn_config"));
+    const Reader in{r.doc, attn};
+    SP_ASSIGN_OR_RETURN(m.kv_heads, in.Int("kv_n_heads", d.kv_heads, 1, 1 << 16));
+  }
+  if (const YAML::Node ffn = r.node["ffn_config"]; ffn.IsDefined() && !ffn.IsNull()) {
+    SP_RETURN_IF_ERROR(r.doc.ExpectMap(ffn, "ffn_config"));
+    const Reader in{r.doc, ffn};
+    SP_ASSIGN_OR_RETURN(m.expert_intermediate, in.Int("ffn_hidden_size", d.intermediate, 1, kMaxDim));
+    SP_ASSIGN_OR_RETURN(m.experts, in.Int("moe_num_experts", 4, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, in.Int("moe_top_k", 1, 1, m.experts));
   }
   m.intermediate = m.expert_intermediate;
   m.head_dim = m.hidden / m.heads;
@@ -964,19 +959,9 @@ Status ReadDbrx(const Reader& r, const Defaults& d, ModelSpec& m) {
 // no SDPA path), still compute and hold all of them, so they are priced as global ones.
 // GPT-Neo 1.3B counts 1,315,575,808 parameters, 2.7B 2,651,307,520.
 Status ReadGptNeo(const Reader& r, const Defaults& d, ModelSpec& m) {
-  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
-  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size", d.hidden, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_layers", d.layers, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(m.heads, r.Int("num_heads", d.heads, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_position_embeddings", d.max_positions, 1, int64_t{1} << 34));
-  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("intermediate_size", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
-  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
-  m.norm = NormKind::kLayer;
-  m.mlp = MlpKind::kPlain;
-  m.gelu = true;
+  SP_RETURN_IF_ERROR(ReadGptDims(r, d, kGptNeoKeys, m));
+  GptEraLayer(m);
   m.o_bias = m.mlp_bias = true;
-  m.kv_heads = m.heads;
-  m.head_dim = m.hidden / m.heads;
   m.position = PositionKind::kLearned;
   m.attention_impl = AttentionImpl::kEager;
   return ReadDtype(r, m);
@@ -987,20 +972,11 @@ Status ReadGptNeo(const Reader& r, const Defaults& d, ModelSpec& m) {
 // else 3h; biases on every Linear; learned positions; the head tied to wte. It attends through
 // SDPA. StarCoder (15.5B) counts 15,517,456,384 parameters.
 Status ReadGptBigCode(const Reader& r, const Defaults& d, ModelSpec& m) {
-  SP_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size", d.vocab, 1, kMaxVocab));
-  SP_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd", d.hidden, 1, kMaxDim));
-  SP_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer", d.layers, 1, kMaxLayers));
-  SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_head", d.heads, 1, 1 << 16));
-  SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("n_positions", d.max_positions, 1, int64_t{1} << 34));
-  SP_ASSIGN_OR_RETURN(m.intermediate, r.Int("n_inner", 4 * m.hidden, 1, kMaxDim));  // null -> 4h
-  SP_ASSIGN_OR_RETURN(m.tied_embeddings, r.Bool("tie_word_embeddings", d.tied));
+  SP_RETURN_IF_ERROR(ReadGptDims(r, d, kGpt2Keys, m));
   SP_ASSIGN_OR_RETURN(bool multi_query, r.Bool("multi_query", true));
-  m.norm = NormKind::kLayer;
-  m.mlp = MlpKind::kPlain;
-  m.gelu = true;
+  GptEraLayer(m);
   m.qkv_bias = m.o_bias = m.mlp_bias = true;
-  m.kv_heads = multi_query ? 1 : m.heads;
-  m.head_dim = m.hidden / m.heads;
+  if (multi_query) m.kv_heads = 1;
   m.position = PositionKind::kLearned;
   return ReadDtype(r, m);
 }
@@ -1321,6 +1297,8 @@ const char* MptAttnImplName(AttentionImpl impl) {
   return nullptr;
 }
 
+const GptKeys& GptKeysOf(const std::string& model_type) { return model_type == "gpt_neo" ? kGptNeoKeys : kGpt2Keys; }
+
 const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type) {
   static const LinearMixerKeys kMamba{{"mamba_num_heads", 128}, {"mamba_head_dim", 64}, {"n_groups", 8},
                                       {"ssm_state_size", 128}, {"conv_kernel", 4}};
@@ -1594,7 +1572,7 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   m.decoder_layer_class = d.layer_class;
   Reader r{doc, node};
   if (*type == "gpt2") {
-    SP_RETURN_IF_ERROR(ReadGpt2(r, m));
+    SP_RETURN_IF_ERROR(ReadGpt2(r, d, m));
   } else if (*type == "opt") {
     SP_RETURN_IF_ERROR(ReadOpt(r, d, m));
   } else if (*type == "gptj" || *type == "codegen") {
@@ -1607,8 +1585,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadDbrx(r, d, m));
   } else if (*type == "qwen") {
     SP_RETURN_IF_ERROR(ReadQwen1(r, d, m));
-  } else if (*type == "internlm") {
-    SP_RETURN_IF_ERROR(ReadInternlm(r, d, m));
+  } else if (*type == "internlm" || *type == "internlm2") {
+    SP_RETURN_IF_ERROR(ReadInternlm(r, d, m, *type == "internlm2"));
   } else if (*type == "bloom") {
     SP_RETURN_IF_ERROR(ReadBloom(r, m));
   } else if (*type == "mpt") {
@@ -1617,8 +1595,6 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadFalcon(r, d, m));
   } else if (*type == "chatglm") {
     SP_RETURN_IF_ERROR(ReadChatglm(r, d, m));
-  } else if (*type == "internlm2") {
-    SP_RETURN_IF_ERROR(ReadInternlm2(r, d, m));
   } else if (*type == "baichuan") {
     SP_RETURN_IF_ERROR(ReadBaichuan(r, d, m));
   } else {

@@ -33,6 +33,14 @@ struct LinearMixerKey {
   const char* name;
   int64_t fallback;
 };
+// The widths of the GPT-2-shaped families (gpt2, gptj, codegen, gpt_bigcode, gpt_neo) under
+// their config key names, for the reader and the plan writer: hidden, layers, heads, positions
+// and the MLP's inner width (4h when the key is null or absent).
+struct GptKeys {
+  const char *hidden, *layers, *heads, *positions, *inner;
+};
+const GptKeys& GptKeysOf(const std::string& model_type);
+
 struct LinearMixerKeys {
   LinearMixerKey heads, head_dim, groups, state, conv_kernel;
 };

@@ -195,33 +195,18 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   o.Key("model_type", m.vision.kind.empty() ? m.model_type : m.vision.kind);
   o.Key("dtype", DtypeName(m.dtype));
   const std::string& t = m.model_type;
-  if (t == "gpt2") {
+  if (t == "gpt2" || t == "gptj" || t == "codegen" || t == "gpt_bigcode" || t == "gpt_neo") {
+    const GptKeys& k = GptKeysOf(t);
     o.Key("vocab_size", m.vocab);
-    o.Key("n_embd", m.hidden);
-    o.Key("n_layer", m.layers);
-    o.Key("n_head", m.heads);
-    o.Key("n_positions", m.max_positions);
-    // Left out when it is GPT2Config's n_inner=None (4h): a wide model's 4h can exceed the
+    o.Key(k.hidden, m.hidden);
+    o.Key(k.layers, m.layers);
+    o.Key(k.heads, m.heads);
+    o.Key(k.positions, m.max_positions);
+    // Left out when it is the config class's None (4h): a wide model's 4h can exceed the
     // largest width a config may state, and the reader derives it again.
-    if (m.intermediate != 4 * m.hidden) o.Key("n_inner", m.intermediate);
-    o.Bool("tie_word_embeddings", m.tied_embeddings);
-  } else if (t == "gptj" || t == "codegen" || t == "gpt_bigcode") {
-    o.Key("vocab_size", m.vocab);
-    o.Key("n_embd", m.hidden);
-    o.Key("n_layer", m.layers);
-    o.Key("n_head", m.heads);
-    o.Key("n_positions", m.max_positions);
-    if (m.intermediate != 4 * m.hidden) o.Key("n_inner", m.intermediate);  // absent: 4h, as GPT-2's
+    if (m.intermediate != 4 * m.hidden) o.Key(k.inner, m.intermediate);
     o.Bool("tie_word_embeddings", m.tied_embeddings);
     if (t == "gpt_bigcode") o.Bool("multi_query", m.kv_heads == 1 && m.heads != 1);
-  } else if (t == "gpt_neo") {
-    o.Key("vocab_size", m.vocab);
-    o.Key("hidden_size", m.hidden);
-    o.Key("num_layers", m.layers);
-    o.Key("num_heads", m.heads);
-    o.Key("max_position_embeddings", m.max_positions);
-    if (m.intermediate != 4 * m.hidden) o.Key("intermediate_size", m.intermediate);
-    o.Bool("tie_word_embeddings", m.tied_embeddings);
   } else if (t == "dbrx") {
     o.Key("vocab_size", m.vocab);
     o.Key("d_model", m.hidden);
@@ -326,15 +311,10 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   }
   if (t == "seed_oss") o.Bool("attention_out_bias", m.o_bias);
   if (t == "ernie4_5") o.Bool("use_bias", m.o_bias);
-  if (t == "phimoe") {
-    o.Key("num_local_experts", m.experts);
-    o.Key("num_experts_per_tok", m.experts_per_token);
-    o.Bool("lm_head_bias", m.head_bias);
-  }
-  // The sliding families: their window (these default to 4,096 when the key is absent), and
-  // every how many layers one is global.
-  if (t == "cohere2" || t == "exaone4" || t == "olmo3" || t == "smollm3") {
-    if (m.sliding_window == 0) o.Key("sliding_window", 0);
+  // The sliding families: every how many layers one is global, and for those whose window
+  // defaults to 4,096 when the key is absent, a window of none.
+  if (t == "gemma3_text" || t == "cohere2" || t == "exaone4" || t == "olmo3" || t == "smollm3") {
+    if (m.sliding_window == 0 && t != "gemma3_text") o.Key("sliding_window", 0);
     if (t == "smollm3") o.Bool("use_sliding_window", m.sliding_window > 0);
     o.Key("sliding_window_pattern", m.sliding_window_pattern);
   }
@@ -343,9 +323,11 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("num_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
   }
-  if (t == "mixtral" || t == "gpt_oss") {
+  if (t == "mixtral" || t == "gpt_oss" || t == "phimoe" || t == "granitemoe" || t == "granitemoeshared") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
+    if (t == "phimoe") o.Bool("lm_head_bias", m.head_bias);
+    if (t == "granitemoeshared") o.Key("shared_intermediate_size", m.shared_intermediate);
   } else if (t == "qwen2_moe" || t == "qwen3_moe" || t == "qwen3_vl_moe_text") {
     o.Key("num_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
@@ -454,12 +436,6 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Bool("projectors_bias", x.out_bias);
     o.Bool("mamba_rms_norm", x.norm);
   }
-  if (t == "granitemoe" || t == "granitemoeshared") {
-    o.Key("num_local_experts", m.experts);
-    o.Key("num_experts_per_tok", m.experts_per_token);
-    if (t == "granitemoeshared") o.Key("shared_intermediate_size", m.shared_intermediate);
-  }
-  if (t == "gemma3_text") o.Key("sliding_window_pattern", m.sliding_window_pattern);
   if (t == "llama4_text") {
     // intermediate_size (written by Common as the dense MLP's) is the expert's here.
     o.Key("intermediate_size_mlp", m.intermediate);
