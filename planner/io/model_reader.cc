@@ -853,7 +853,7 @@ Status ReadBaichuan(const Reader& r, const Defaults& d, ModelSpec& m) {
 Status ReadGpt2(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_RETURN_IF_ERROR(ReadGptDims(r, d, kGpt2Keys, m));
   m.position = PositionKind::kLearned;
-  return Status::Ok();
+  return ReadDtype(r, m);
 }
 
 // GPT-J and CodeGen (transformers modeling_gptj.py, modeling_codegen.py): q, k, v and out
@@ -997,7 +997,7 @@ Status ReadOpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   m.final_norm = norm_before && !remove_final;  // modeling_opt.py: final_layer_norm only then
   m.position = PositionKind::kLearned;
   m.position_offset = 2;                        // OPTLearnedPositionalEmbedding keeps 2 extra rows
-  return Status::Ok();
+  return ReadDtype(r, m);
 }
 
 Status ReadBloom(const Reader& r, ModelSpec& m) {
@@ -1011,7 +1011,7 @@ Status ReadBloom(const Reader& r, ModelSpec& m) {
   m.embedding_norm = true;
   m.position = PositionKind::kAlibi;
   m.tied_embeddings = true;
-  return Status::Ok();
+  return ReadDtype(r, m);
 }
 
 // MPT's attn_config.attn_impl values: "torch" materializes the scores, "triton" is
@@ -1029,6 +1029,7 @@ Status ReadMpt(const Reader& r, const Defaults& d, ModelSpec& m) {
   SP_ASSIGN_OR_RETURN(m.heads, r.Int("n_heads", d.heads, 1, 1 << 16));
   SP_ASSIGN_OR_RETURN(m.max_positions, r.Int("max_seq_len", d.max_positions, 1, int64_t{1} << 34));
   SP_ASSIGN_OR_RETURN(int64_t ratio, r.Int("expansion_ratio", 4, 1, 64));
+  SP_RETURN_IF_ERROR(ReadDtype(r, m));
   SP_ASSIGN_OR_RETURN(bool no_bias, r.Bool("no_bias", true));
   m.intermediate = ratio * m.hidden;
   m.qkv_bias = m.o_bias = m.mlp_bias = !no_bias;

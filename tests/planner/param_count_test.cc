@@ -1613,5 +1613,22 @@ TEST(Families, FalconRemoteCodeNames) {
   ExpectReadsBack(*f40);
 }
 
+// GPT-2, OPT, BLOOM and MPT read the checkpoint's dtype like every other family: their readers
+// skipped it, so an fp32 or fp16 checkpoint read as bf16 and its plan file did not read back.
+TEST(Families, GptStyleReadTheirDtype) {
+  const char* configs[] = {
+      R"({"model_type":"gpt2","torch_dtype":"float32"})",
+      R"({"model_type":"opt","hidden_size":768,"num_hidden_layers":2,"num_attention_heads":12,"ffn_dim":3072,"torch_dtype":"float16"})",
+      R"({"model_type":"bloom","hidden_size":1024,"n_head":16,"n_layer":2,"torch_dtype":"float16"})",
+      R"({"model_type":"mpt","d_model":1024,"n_heads":16,"n_layers":2,"torch_dtype":"float32"})"};
+  const Dtype expected[] = {Dtype::kFp32, Dtype::kFp16, Dtype::kFp16, Dtype::kFp32};
+  for (size_t i = 0; i < 4; ++i) {
+    auto m = FromJson(configs[i]);
+    ASSERT_TRUE(m.ok()) << configs[i] << ": " << m.status().message();
+    EXPECT_EQ(m->dtype, expected[i]) << configs[i];
+    ExpectReadsBack(*m);
+  }
+}
+
 }  // namespace
 }  // namespace shardplan
