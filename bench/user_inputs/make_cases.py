@@ -84,6 +84,17 @@ PUBLISHED = {
                  "num_decoder_layers": 24, "num_heads": 64, "d_kv": 64, "vocab_size": 250112},
     r"t0_3b": {"model_type": "t5", "d_model": 1024, "d_ff": 16384, "num_layers": 24,
                "num_decoder_layers": 24, "num_heads": 32, "d_kv": 128, "vocab_size": 32128},
+    # Nemotron-22B: NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/nemotron/
+    # nemotron_22b.yaml (commit 089b90e6), the recipe whose TP2 PP4 VP10 the NeMo table runs:
+    # 40 layers, hidden 6144, ffn 24576, 48 heads with num_query_groups null (every head its
+    # own KV), squared-relu, layernorm1p, no biases, rotary_percentage 0.5, untied embeddings.
+    # The launcher leaves the tokenizer to the user; Nemotron's is the 256,000-token
+    # SentencePiece model (Nemotron-4 15B report, sec. 2). In the keys of HF's `nemotron`.
+    r"nemotron-22b": {"model_type": "nemotron", "hidden_size": 6144, "intermediate_size": 24576,
+                      "num_hidden_layers": 40, "num_attention_heads": 48, "num_key_value_heads": 48,
+                      "head_dim": 128, "hidden_act": "relu2", "partial_rotary_factor": 0.5,
+                      "norm_eps": 1e-05, "max_position_embeddings": 4096, "vocab_size": 256000,
+                      "tie_word_embeddings": False, "torch_dtype": "bfloat16"},
     # meta-llama/Llama-3.2-3B config.json
     r"llama[- ]?3\.2[- ]?3b": {"model_type": "llama", "hidden_size": 3072, "intermediate_size": 8192,
                             "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8,
