@@ -1,0 +1,559 @@
+#!/usr/bin/env python3
+"""Measures one rank of a training layout on one GPU, from the inputs shardplan reads.
+
+    calibrate.py RUN... [--out DIR] [--device cuda|cpu] [--steps N] [--json] [--check]
+
+Each RUN is a folder in bench/user_inputs' format (config.json, cluster.yaml, workload.yaml,
+layout.txt). The script builds the model from config.json with random weights (nothing is
+downloaded), shards it the way the layout says, runs N training steps (3 by default) on
+random tokens, and writes DIR/<run>/ with the four inputs and a truth.json that score.py reads:
+max_memory_allocated as the scored figure, with max_memory_reserved and the device's used
+memory beside it, the versions and the GPU.
+
+An N-GPU layout is measured on one GPU as rank 0 of torch's fake process group of world size
+dp x tp. FSDP2 (fully_shard) and DTensor tensor parallelism shard for real, so parameters,
+gradients, optimizer states, gathered layers, activations and logits have their per-rank
+sizes; the collectives return uninitialised buffers of the right size instead of moving
+data. What that leaves out is listed in every record (LEFT_OUT).
+
+What it runs, per framework (the layout's `framework=`):
+- torchtitan: fully_shard per decoder layer and on the root; fp32 parameters with bf16
+  compute and fp32 gradient reduction (MixedPrecisionPolicy), or pure bf16 with
+  `master_weights: none`; tensor parallelism with sequence parallelism (torchtitan always
+  shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel).
+- torchtune: fully_shard per decoder layer and on the root, all in the workload's dtype
+  (torchtune has no fp32 master copy); LoRA adapters in that dtype too.
+- hf: one GPU (dp = tp = 1), a plain training loop: the model in fp32 under bf16 autocast
+  (`master_weights: fp32`, HF Trainer's mixed precision) or in the workload's dtype.
+Recomputation: `ac=full` wraps every decoder layer in a non-reentrant checkpoint;
+`ac=selective` is torchtitan's per-op policy (keep every other matmul's output, attention's
+outputs and reduce-scatters). The loss is the standard one, cross-entropy on fp32-upcast
+logits (`loss: standard`), or torchtune's chunked one (`loss: chunked`, 8 chunks).
+
+Decoder models in the llama layout of transformers (model.model.embed_tokens, .layers, .norm,
+.rotary_emb and lm_head: llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, ...) are
+supported; anything else, and pipeline, context or expert parallelism, exit 2 naming why.
+Needs torch and transformers (and PyYAML, which transformers brings); 8-bit AdamW needs
+bitsandbytes.
+"""
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import types
+
+import yaml
+
+INPUTS = ("config.json", "cluster.yaml", "workload.yaml", "layout.txt")
+
+# Terms a one-GPU rehearsal under the fake process group cannot show, by what replaces them.
+LEFT_OUT = [
+    "nccl_buffers: the fake process group opens no NCCL communicator, so NCCL's own device "
+    "buffers and its CUDA context growth are absent",
+    "collective scratch: a collective returns an uninitialised output of its size; NCCL's "
+    "internal staging buffers are not allocated",
+    "other ranks' imbalance: the measured rank is rank 0 of every group (the first pipeline "
+    "stage when there is one; pipeline parallelism is not run)",
+]
+
+# torchtitan's per-op selective checkpointing (torchtitan/models/llama3/infra/parallelize.py
+# _save_list): these ops' outputs are kept, and of the matmuls every second one is recomputed.
+SAC_KEEP = (
+    "aten.mm.default",
+    "aten._scaled_dot_product_efficient_attention.default",
+    "aten._scaled_dot_product_flash_attention.default",
+    "aten._scaled_dot_product_cudnn_attention.default",
+    "_c10d_functional.reduce_scatter_tensor.default",
+    "aten.max.default",
+)
+
+
+class RunError(Exception):
+    """A run this harness cannot reproduce; the message says which input and why."""
+
+
+def read_layout(path):
+    text = open(path).read().strip()
+    out = {}
+    for item in text.split(","):
+        if not item:
+            continue
+        if "=" not in item:
+            raise RunError(f"{path}: expected key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def read_yaml(path):
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    if not isinstance(doc, dict):
+        raise RunError(f"{path}: expected a mapping")
+    return doc
+
+
+def as_int(layout, key, default):
+    v = layout.get(key)
+    if v is None:
+        return default
+    try:
+        return int(v)
+    except ValueError:
+        raise RunError(f"layout.txt: {key}: expected an integer, got {v!r}") from None
+
+
+class Run:
+    """A run folder's inputs, checked against what this harness reproduces."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.id = os.path.basename(os.path.normpath(folder))
+        for name in INPUTS:
+            if not os.path.isfile(os.path.join(folder, name)):
+                raise RunError(f"{folder}: missing {name}")
+        with open(os.path.join(folder, "config.json")) as f:
+            self.config = json.load(f)
+        self.workload = read_yaml(os.path.join(folder, "workload.yaml"))
+        self.cluster = read_yaml(os.path.join(folder, "cluster.yaml"))
+        self.layout = read_layout(os.path.join(folder, "layout.txt"))
+        lay, w = self.layout, self.workload
+        self.framework = lay.get("framework", "hf")
+        if self.framework not in ("torchtitan", "torchtune", "hf"):
+            raise RunError(f"{folder}/layout.txt: framework {self.framework!r}: the harness runs torchtitan, "
+                           "torchtune or hf layouts")
+        for key in ("pp", "cp", "ep", "etp", "vpp"):
+            if as_int(lay, key, 1) != 1:
+                raise RunError(f"{folder}/layout.txt: {key}={lay[key]}: the harness runs data and tensor "
+                               "parallelism only")
+        if lay.get("offload_optimizer", "none") != "none" or lay.get("offload_params", "none") != "none":
+            raise RunError(f"{folder}/layout.txt: offload is not rehearsed by the harness")
+        self.dp = as_int(lay, "dp", 1)
+        self.tp = as_int(lay, "tp", 1)
+        self.mbs = as_int(lay, "mbs", 1)
+        self.grad_accum = as_int(lay, "grad_accum", 1)
+        self.zero = as_int(lay, "zero", 3 if self.dp > 1 else 0)
+        self.ac = lay.get("ac", "none")
+        if self.ac not in ("none", "full", "selective"):
+            raise RunError(f"{folder}/layout.txt: ac={self.ac}: expected none, full or selective")
+        if self.framework == "hf" and (self.dp != 1 or self.tp != 1):
+            raise RunError(f"{folder}/layout.txt: framework hf runs on one GPU (dp=1, tp=1)")
+        if self.framework == "torchtune" and self.tp != 1:
+            raise RunError(f"{folder}/layout.txt: torchtune layouts run with tp=1 here")
+        self.task = w.get("task", "pretrain")
+        if self.task not in ("pretrain", "finetune", "lora"):
+            raise RunError(f"{folder}/workload.yaml: task {self.task!r}: the harness trains (pretrain, "
+                           "finetune, lora)")
+        self.seq = int(w.get("seq_len", 2048))
+        self.precision = w.get("precision", "bf16")
+        if self.precision not in ("bf16", "fp32"):
+            raise RunError(f"{folder}/workload.yaml: precision {self.precision!r}: expected bf16 or fp32")
+        default_master = "none" if self.framework == "torchtune" else "fp32"
+        self.master = str(w.get("master_weights", default_master))
+        if self.framework == "torchtune" and self.master != "none":
+            raise RunError(f"{folder}/workload.yaml: torchtune keeps no fp32 master copy (master_weights: none)")
+        self.optimizer = w.get("optimizer", "adamw")
+        if self.optimizer not in ("adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit"):
+            raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw, adam, sgd, "
+                           "sgd-momentum or adamw-8bit")
+        self.loss = w.get("loss", "standard")
+        if self.loss not in ("standard", "chunked"):
+            raise RunError(f"{folder}/workload.yaml: loss {self.loss!r}: expected standard or chunked")
+        if self.loss == "chunked" and self.tp > 1:
+            raise RunError(f"{folder}/workload.yaml: loss chunked with tp > 1 is not rehearsed")
+        for key in ("compile", "activation_offload", "optimizer_in_backward"):
+            if str(w.get(key, "false")).lower() in ("true", "on", "yes"):
+                raise RunError(f"{folder}/workload.yaml: {key} is not rehearsed by the harness")
+        if self.task == "lora" and self.tp != 1:
+            raise RunError(f"{folder}/layout.txt: LoRA runs with tp=1 here")
+        lora = w.get("lora") or {}
+        self.lora_rank = int(lora.get("rank", 8)) if self.task == "lora" else 0
+        self.lora_targets = list(lora.get("targets", ["q_proj", "v_proj"])) if self.task == "lora" else []
+
+
+# ---- Building the model ----
+
+def build_model(run, torch, device):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    cfg = dict(run.config)
+    model_type = cfg.pop("model_type", None)
+    if not model_type:
+        raise RunError(f"{run.folder}/config.json: no model_type")
+    cfg.pop("quantization_config", None)
+    config = AutoConfig.for_model(model_type, **cfg)
+    config.use_cache = False
+    store = torch.float32 if (run.precision == "fp32" or run.master == "fp32") else torch.bfloat16
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store)
+    inner = getattr(model, "model", None)
+    for part in ("embed_tokens", "layers", "norm", "rotary_emb"):
+        if inner is None or not hasattr(inner, part):
+            raise RunError(f"{run.folder}/config.json: model_type {model_type!r} is not in the llama layout "
+                           "(model.embed_tokens, layers, norm, rotary_emb) the harness drives")
+    if run.lora_rank:
+        add_lora(run, model, torch, torch.float32 if run.framework == "hf" else None)
+    return model, config
+
+
+def add_lora(run, model, torch, adapter_dtype):
+    """Freezes the base and puts rank-r A and B beside every targeted Linear, as peft does:
+    in fp32 for hf (peft's autocast_adapter_dtype), in the model's dtype for torchtune."""
+    nn = torch.nn
+
+    class LoraLinear(nn.Module):
+        def __init__(self, base, r, dtype):
+            super().__init__()
+            self.base = base
+            dtype = dtype or base.weight.dtype
+            self.lora_a = nn.Linear(base.in_features, r, bias=False, dtype=dtype, device=base.weight.device)
+            self.lora_b = nn.Linear(r, base.out_features, bias=False, dtype=dtype, device=base.weight.device)
+
+        def forward(self, x):
+            return self.base(x) + self.lora_b(self.lora_a(x.to(self.lora_a.weight.dtype))).to(x.dtype)
+
+    for p in model.parameters():
+        p.requires_grad_(False)
+    hits = 0
+    for layer in model.model.layers:
+        for name, module in list(layer.named_modules()):
+            leaf = name.rsplit(".", 1)[-1]
+            if isinstance(module, nn.Linear) and ("all-linear" in run.lora_targets or leaf in run.lora_targets):
+                parent = layer.get_submodule(name.rsplit(".", 1)[0]) if "." in name else layer
+                setattr(parent, leaf, LoraLinear(module, run.lora_rank, adapter_dtype))
+                hits += 1
+    if hits == 0:
+        raise RunError(f"{run.folder}/workload.yaml: lora.targets {run.lora_targets} match no Linear of the model")
+
+
+def apply_tp(run, model, mesh, torch):
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
+                                                   SequenceParallel, parallelize_module)
+    parallelize_module(model.model, mesh, {
+        "embed_tokens": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
+        "norm": SequenceParallel(),
+    })
+    parallelize_module(model, mesh, {
+        "lm_head": ColwiseParallel(input_layouts=Shard(1), output_layouts=Shard(-1), use_local_output=False),
+    })
+    for layer in model.model.layers:
+        plan = {
+            "input_layernorm": SequenceParallel(),
+            "post_attention_layernorm": SequenceParallel(),
+            "self_attn": PrepareModuleInput(input_kwarg_layouts={"hidden_states": Shard(1)},
+                                            desired_input_kwarg_layouts={"hidden_states": Replicate()}),
+            "self_attn.q_proj": ColwiseParallel(), "self_attn.k_proj": ColwiseParallel(),
+            "self_attn.v_proj": ColwiseParallel(), "self_attn.o_proj": RowwiseParallel(output_layouts=Shard(1)),
+        }
+        mlp = layer.mlp
+        if all(hasattr(mlp, n) for n in ("gate_proj", "up_proj", "down_proj")):
+            plan.update({"mlp": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
+                         "mlp.gate_proj": ColwiseParallel(), "mlp.up_proj": ColwiseParallel(),
+                         "mlp.down_proj": RowwiseParallel(output_layouts=Shard(1))})
+        else:
+            raise RunError(f"{run.folder}: tensor parallelism is rehearsed for gated dense MLPs only")
+        parallelize_module(layer, mesh, plan)
+        attn = layer.self_attn
+        for attr in ("num_heads", "num_key_value_heads"):
+            if hasattr(attn, attr):
+                setattr(attn, attr, getattr(attn, attr) // run.tp)
+
+
+def wrap_checkpoint(run, model, torch):
+    if run.ac == "none":
+        return
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
+    kwargs = {"preserve_rng_state": False}
+    if run.ac == "selective":
+        from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+        keep = {eval("torch.ops." + name, {"torch": torch}) for name in SAC_KEEP if _has_op(torch, name)}
+        mm = torch.ops.aten.mm.default
+
+        def context_fn():
+            meta = {"forward": 0, "recompute": 0}
+
+            def policy(ctx, func, *args, **kw):
+                mode = "recompute" if ctx.is_recompute else "forward"
+                if func == mm:
+                    meta[mode] += 1
+                if func in keep and not (func == mm and meta[mode] % 2 == 0):
+                    return CheckpointPolicy.MUST_SAVE
+                return CheckpointPolicy.PREFER_RECOMPUTE
+            return create_selective_checkpoint_contexts(policy)
+        kwargs["context_fn"] = context_fn
+    layers = model.model.layers
+    for i in range(len(layers)):
+        layers[i] = checkpoint_wrapper(layers[i], **kwargs)
+
+
+def _has_op(torch, name):
+    try:
+        eval("torch.ops." + name, {"torch": torch})
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def apply_fsdp(run, model, mesh, torch):
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    kw = {"mesh": mesh, "reshard_after_forward": run.zero >= 3}
+    if run.master == "fp32" and run.precision == "bf16":
+        kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    layers = model.model.layers
+    for i, layer in enumerate(layers):
+        # torchtitan keeps the last block unsharded after forward: backward needs it at once.
+        fully_shard(layer, **{**kw, "reshard_after_forward": kw["reshard_after_forward"] and i < len(layers) - 1})
+    fully_shard(model, **kw)
+
+
+def materialize(model, device, torch):
+    model.to_empty(device=device)
+    with torch.no_grad():
+        for p in model.parameters():
+            local = p.to_local() if hasattr(p, "to_local") else p
+            local.normal_(0.0, 0.02)
+    # to_empty left the rotary frequencies undefined: build that module again on the device.
+    rot = model.model.rotary_emb
+    model.model.rotary_emb = type(rot)(rot.config).to(device)
+
+
+def make_optimizer(run, model, torch):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if run.optimizer in ("adamw", "adam"):
+        cls = torch.optim.AdamW if run.optimizer == "adamw" else torch.optim.Adam
+        return cls(params, lr=1e-5, betas=(0.9, 0.95), weight_decay=0.1 if run.optimizer == "adamw" else 0,
+                   foreach=True)
+    if run.optimizer == "sgd":
+        return torch.optim.SGD(params, lr=1e-5, foreach=True)
+    if run.optimizer == "sgd-momentum":
+        return torch.optim.SGD(params, lr=1e-5, momentum=0.9, foreach=True)
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        raise RunError(f"{run.folder}/workload.yaml: optimizer adamw-8bit needs bitsandbytes, which is not "
+                       "installed") from None
+    return bnb.optim.AdamW8bit(params, lr=1e-5)
+
+
+# ---- One training step ----
+
+def decoder_forward(run):
+    """The forward the step calls through model(...), so that FSDP's root hooks gather the
+    embedding, final norm and head: the logits, or torchtune's eight sequence chunks of them."""
+    def forward(self, ids, positions):
+        inner = self.model
+        h = inner.embed_tokens(ids)
+        cos_sin = inner.rotary_emb(h, positions)
+        for layer in inner.layers:
+            out = layer(h, position_embeddings=cos_sin, attention_mask=None, position_ids=positions)
+            h = out[0] if isinstance(out, tuple) else out
+        h = inner.norm(h)
+        if run.loss == "chunked":
+            return [self.lm_head(c) for c in h.chunk(8, dim=1)]
+        return self.lm_head(h)
+    return forward
+
+
+def loss_of(run, logits, labels, torch):
+    F = torch.nn.functional
+    if run.loss == "chunked":  # torchtune CEWithChunkedOutputLoss: upcast and score chunk by chunk
+        total = 0
+        for c, y in zip(logits, labels.chunk(len(logits), dim=1)):
+            total = total + F.cross_entropy(c.float().flatten(0, 1), y.flatten(), reduction="sum")
+        return total / labels.numel()
+    return F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
+
+
+def forward_backward(run, model, vocab, device, torch):
+    ids = torch.randint(0, vocab, (run.mbs, run.seq), device=device)
+    positions = torch.arange(run.seq, device=device).unsqueeze(0).expand(run.mbs, -1)
+    autocast = (torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+                if run.framework == "hf" and run.master == "fp32" and run.precision == "bf16"
+                else contextlib.nullcontext())
+    parallel_loss = contextlib.nullcontext()
+    if run.tp > 1:  # the head's output stays vocabulary-sharded (torchtitan's loss_parallel)
+        from torch.distributed.tensor.parallel import loss_parallel
+        parallel_loss = loss_parallel()
+    with autocast:
+        logits = model(ids, positions)
+    with parallel_loss:
+        loss = loss_of(run, logits, ids, torch)
+        loss.backward()
+
+
+def measure(run, device_name, steps):
+    import torch
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    device = torch.device(device_name)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.set_device(0)
+        torch.zeros(1, device=device)  # the CUDA context, before anything of the run
+        free0, total = torch.cuda.mem_get_info()
+        context_bytes = total - free0
+        torch.cuda.reset_peak_memory_stats()
+    world = run.dp * run.tp
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=max(1, world))
+    try:
+        model, config = build_model(run, torch, device)
+        model.forward = types.MethodType(decoder_forward(run), model)
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh(device.type, (run.dp, run.tp), mesh_dim_names=("dp", "tp")) if world > 1 else None
+        if run.tp > 1:
+            apply_tp(run, model, mesh["tp"], torch)
+        wrap_checkpoint(run, model, torch)
+        if run.dp > 1:
+            apply_fsdp(run, model, mesh["dp"], torch)
+        fits, oom_at, local_params = True, None, None
+        started = time.time()
+        phase = "setup"
+        try:
+            materialize(model, device, torch)
+            local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
+            optimizer = make_optimizer(run, model, torch)
+            model.train()
+            for step in range(steps):
+                phase = f"step {step + 1}"
+                for _ in range(run.grad_accum):
+                    forward_backward(run, model, config.vocab_size, device, torch)
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+        except torch.OutOfMemoryError as e:
+            fits, oom_at = False, f"{phase}: {str(e).splitlines()[0]}"
+        seconds = time.time() - started
+        record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3)}
+        if oom_at:
+            record["oom"] = oom_at
+        if cuda:
+            torch.cuda.synchronize()
+            free, total = torch.cuda.mem_get_info()
+            props = torch.cuda.get_device_properties(0)
+            record.update({
+                "allocated_peak_bytes": torch.cuda.max_memory_allocated(),
+                "reserved_peak_bytes": torch.cuda.max_memory_reserved(),
+                "device_used_bytes": total - free,
+                "cuda_context_bytes": context_bytes,
+                "gpu": props.name, "gpu_total_bytes": total,
+                "cuda": torch.version.cuda, "driver": _driver(),
+            })
+        record["torch"] = torch.__version__
+        import transformers
+        record["transformers"] = transformers.__version__
+        return record
+    finally:
+        dist.destroy_process_group()
+
+
+def _driver():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_record(run, record, out_dir):
+    dest = os.path.join(out_dir, run.id)
+    tmp = dest + ".partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name in INPUTS:
+        shutil.copy(os.path.join(run.folder, name), tmp)
+    if "gpu" in record:  # the cluster it ran as: world size dp x tp on the GPU measured
+        world = run.dp * run.tp
+        cluster = {"name": run.id, "nodes": max(1, -(-world // 8)), "gpus_per_node": min(world, 8),
+                   "gpu": {"name": record["gpu"], "memory": f"{record['gpu_total_bytes'] // (1 << 20)} MiB"}}
+        with open(os.path.join(tmp, "cluster.yaml"), "w") as f:
+            yaml.safe_dump(cluster, f, sort_keys=False)
+    truth = {
+        "id": run.id,
+        "source": "bench/calibrate/calibrate.py, rank 0 under torch's fake process group of world size "
+                  f"{run.dp * run.tp}, {record.get('gpu', 'cpu')}",
+        "category": "calibration",
+        "fits": record["fits"],
+        "metric": "allocated",
+        "measured": record.get("allocated_peak_bytes"),
+        "measured_reserved": record.get("reserved_peak_bytes"),
+        "measured_device": record.get("device_used_bytes"),
+        "record": record,
+        "left_out": LEFT_OUT,
+    }
+    with open(os.path.join(tmp, "truth.json"), "w") as f:
+        json.dump(truth, f, indent=2)
+        f.write("\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(tmp, dest)
+    return dest
+
+
+def measure_in_child(folder, args):
+    """One run in its own process: a fresh CUDA context and allocator for every run, and an
+    out-of-memory abort, a crash or a hang ends that run only."""
+    cmd = [sys.executable, os.path.abspath(__file__), folder, "--one", "--device", args.device,
+           "--steps", str(args.steps)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        raise RunError(f"{folder}: no result within --timeout {args.timeout:g} s") from None
+    if p.returncode == 2:
+        raise RunError(p.stderr.strip().splitlines()[-1].removeprefix("calibrate: "))
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        tail = " | ".join(p.stderr.strip().splitlines()[-3:])
+        raise RunError(f"{folder}: the run exited {p.returncode}: {tail}")
+    return json.loads(lines[-1])
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", help="run folders (config.json, cluster.yaml, workload.yaml, layout.txt)")
+    ap.add_argument("--out", help="write DIR/<run>/ with the inputs and truth.json")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one run may take (default 300)")
+    ap.add_argument("--json", action="store_true", help="print each record as JSON")
+    ap.add_argument("--check", action="store_true", help="only read and check the inputs; run nothing")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child of measure_in_child
+    args = ap.parse_args(argv)
+    if args.one:
+        try:
+            print(json.dumps(measure(Run(args.runs[0]), args.device, args.steps)))
+            return 0
+        except RunError as e:
+            print(f"calibrate: {e}", file=sys.stderr)
+            return 2
+    status = 0
+    for i, folder in enumerate(args.runs):
+        started = time.time()
+        try:
+            run = Run(folder)
+            if args.check:
+                continue
+            record = measure_in_child(folder, args)
+        except RunError as e:
+            print(f"calibrate: {e}", file=sys.stderr)
+            status = 2
+            continue
+        where = write_record(run, record, args.out) if args.out else None
+        if args.json:
+            print(json.dumps({"id": run.id, **record}), flush=True)
+        else:
+            gib = 1 << 30
+            mem = (f"allocated {record['allocated_peak_bytes'] / gib:.2f} GiB, reserved "
+                   f"{record['reserved_peak_bytes'] / gib:.2f} GiB, device {record['device_used_bytes'] / gib:.2f} GiB"
+                   if "allocated_peak_bytes" in record else "no CUDA memory counters on cpu")
+            print(f"[{i + 1}/{len(args.runs)}] {run.id}: {'ran' if record['fits'] else 'OOM'}, {mem}, "
+                  f"{record['local_params']:,} local params, {time.time() - started:.1f} s"
+                  + (f" -> {where}" if where else ""), flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""CPU check of the calibration harness (ctest calibrate_harness_cpu).
+
+    test_calibrate.py --shardplan BIN
+
+1. runs/ is what make_runs.py writes, and every run's inputs are read by both calibrate.py
+   (--check) and `shardplan estimate`;
+2. three tiny models run one step on the CPU under the fake process group, and each rank
+   holds exactly its share of the parameters: a 2-D FSDP x TP layout, a LoRA run and an MoE
+   model under FSDP;
+3. a layout the harness does not run exits 2 naming the file and the key;
+4. a record written with --out is a run folder `shardplan estimate` reads.
+Needs the virtualenv from scripts/python-env (torch, transformers).
+"""
+import argparse
+import filecmp
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+TINY_LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024, "tie_word_embeddings": False}
+TINY_MOE = {"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 512, "moe_intermediate_size": 128,
+            "num_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1024, "tie_word_embeddings": False}
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def make_run(root, name, config, workload, layout):
+    d = os.path.join(root, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config, f)
+    with open(os.path.join(d, "cluster.yaml"), "w") as f:
+        f.write(f"name: {name}\nnodes: 1\ngpus_per_node: 8\ngpu: H100-SXM 80GB\n")
+    with open(os.path.join(d, "workload.yaml"), "w") as f:
+        f.write(workload)
+    with open(os.path.join(d, "layout.txt"), "w") as f:
+        f.write(layout + "\n")
+    return d
+
+
+def estimate(shardplan, d):
+    layout = open(os.path.join(d, "layout.txt")).read().strip()
+    return subprocess.run([shardplan, "estimate", "--model", os.path.join(d, "config.json"),
+                           "--cluster", os.path.join(d, "cluster.yaml"), "--workload", os.path.join(d, "workload.yaml"),
+                           "--layout", layout, "--json"], capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shardplan", required=True)
+    args = ap.parse_args()
+    py = sys.executable
+    calibrate = os.path.join(HERE, "calibrate.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1. runs/ as make_runs.py writes it, readable by the harness and the CLI.
+        fresh = os.path.join(tmp, "runs")
+        subprocess.run([py, os.path.join(HERE, "make_runs.py"), "--out", fresh], check=True, capture_output=True)
+        committed = os.path.join(HERE, "runs")
+        cmp = filecmp.dircmp(committed, fresh)
+        stale = cmp.left_only + cmp.right_only + [f"{d}/{f}" for d, sub in cmp.subdirs.items()
+                                                  for f in sub.diff_files + sub.left_only + sub.right_only]
+        check(not stale, f"runs/ matches make_runs.py ({len(os.listdir(fresh))} runs; differing: {stale[:5]})")
+        runs = sorted(os.path.join(committed, r) for r in os.listdir(committed))
+        p = subprocess.run([py, calibrate, "--check"] + runs, capture_output=True, text=True)
+        check(p.returncode == 0, f"calibrate.py --check reads every run ({p.stderr.strip()[:300]})")
+        bad = [os.path.basename(r) for r in runs if estimate(args.shardplan, r).returncode not in (0, 1)]
+        check(not bad, f"shardplan estimate reads every run (rejected: {bad[:5]})")
+
+        # 2. One CPU step each; every rank holds exactly its share.
+        src = os.path.join(tmp, "src")
+        pretrain = "task: pretrain\nprecision: bf16\nmaster_weights: fp32\nseq_len: 64\nglobal_batch: 8\nloss: standard\n"
+        two_d = make_run(src, "tiny-fsdp4-tp2-sel", TINY_LLAMA, pretrain,
+                         "framework=torchtitan,dp=4,tp=2,zero=3,mbs=2,ac=selective")
+        lora = make_run(src, "tiny-hf-lora", TINY_LLAMA,
+                        "task: lora\nprecision: bf16\nmaster_weights: none\nseq_len: 64\nglobal_batch: 2\n"
+                        "lora:\n  rank: 8\n  targets: [q_proj, v_proj]\n", "framework=hf,dp=1,mbs=2,ac=full")
+        moe = make_run(src, "tiny-moe-fsdp4-full", TINY_MOE, pretrain, "framework=torchtitan,dp=4,zero=3,mbs=1,ac=full")
+        out = os.path.join(tmp, "out")
+        p = subprocess.run([py, calibrate, two_d, lora, moe, "--device", "cpu", "--steps", "1", "--json",
+                            "--out", out], capture_output=True, text=True)
+        check(p.returncode == 0, f"three CPU runs exit 0 ({p.stderr.strip()[-400:]})")
+        got = {}
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                got[r["id"]] = r
+        # Tiny llama: embedding and head 1024 x 256 each, per layer q 256x256, k and v 256x128,
+        # o 256x256, gate/up/down 256x512, two norms of 256; a final norm of 256: 1,705,216.
+        # Under dp 4 x tp 2 the norms are replicated across TP and sharded across FSDP
+        # (1,280 / 4) and everything else is split eight ways (1,703,936 / 8): 213,312.
+        check(got.get("tiny-fsdp4-tp2-sel", {}).get("local_params") == 213312,
+              f"2-D rank holds 213,312 parameters (got {got.get('tiny-fsdp4-tp2-sel', {}).get('local_params')})")
+        # LoRA r=8 on q (256 -> 256) and v (256 -> 128): 2 x (8 x 256 + 256 x 8 + 8 x 256 + 128 x 8).
+        check(got.get("tiny-hf-lora", {}).get("local_params") == 1705216 + 14336,
+              f"LoRA adds 14,336 adapter parameters to 1,705,216 (got {got.get('tiny-hf-lora', {}).get('local_params')})")
+        # Tiny Qwen3-MoE: per layer attention 196,608 + q/k norms 128 + router 2,048 + 8 experts
+        # of 98,304 + norms 512 = 985,728; x 2 layers + embedding, head and final norm:
+        # 2,496,000, a quarter on each of 4 FSDP ranks.
+        check(got.get("tiny-moe-fsdp4-full", {}).get("local_params") == 2496000 // 4,
+              f"MoE rank holds 624,000 parameters (got {got.get('tiny-moe-fsdp4-full', {}).get('local_params')})")
+        check(all(r.get("fits") for r in got.values()) and len(got) == 3, "all three ran a step")
+
+        # 3. What the harness does not run is refused by name.
+        pp = make_run(src, "tiny-pp2", TINY_LLAMA, pretrain, "framework=torchtitan,dp=2,pp=2,mbs=1")
+        p = subprocess.run([py, calibrate, pp, "--device", "cpu"], capture_output=True, text=True)
+        check(p.returncode == 2 and "tiny-pp2/layout.txt: pp=2" in p.stderr,
+              f"pipeline parallelism refused with exit 2 naming layout.txt ({p.returncode}: {p.stderr.strip()[:200]})")
+
+        # 4. The written record is a run folder the CLI reads, with the harness's truth.
+        rec = os.path.join(out, "tiny-fsdp4-tp2-sel")
+        truth = json.load(open(os.path.join(rec, "truth.json")))
+        check(truth.get("category") == "calibration" and truth.get("fits") is True and truth.get("left_out"),
+              "truth.json says calibration, ran, and what the fake process group leaves out")
+        check(estimate(args.shardplan, rec).returncode in (0, 1), "shardplan estimate reads the written record")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
