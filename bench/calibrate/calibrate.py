@@ -145,9 +145,12 @@ class Run:
         if self.framework == "torchtune" and self.tp != 1:
             raise RunError(f"{folder}/layout.txt: torchtune layouts run with tp=1 here")
         self.task = w.get("task", "pretrain")
-        if self.task not in ("pretrain", "finetune", "lora"):
-            raise RunError(f"{folder}/workload.yaml: task {self.task!r}: the harness trains (pretrain, "
-                           "finetune, lora)")
+        if self.task not in ("pretrain", "finetune", "lora", "inference"):
+            raise RunError(f"{folder}/workload.yaml: task {self.task!r}: expected pretrain, finetune, lora or "
+                           "inference")
+        if self.task == "inference":
+            self.read_serving(folder, w)
+            return
         self.seq = int(w.get("seq_len", 2048))
         self.precision = w.get("precision", "bf16")
         if self.precision not in ("bf16", "fp32"):
@@ -175,6 +178,27 @@ class Run:
         self.lora_targets = list(lora.get("targets", ["q_proj", "v_proj"])) if self.task == "lora" else []
 
 
+    def read_serving(self, folder, w):
+        """Serving is transformers' generate on one GPU: a batch of prompts, greedy decoding of
+        gen_len tokens into the default (dynamic) KV cache."""
+        if self.framework != "hf" or self.dp != 1 or self.tp != 1:
+            raise RunError(f"{folder}/layout.txt: inference runs as framework=hf on one GPU (dp=1, tp=1)")
+        inf = w.get("inference") or {}
+        try:
+            self.batch, self.prompt, self.gen = int(inf["batch"]), int(inf["prompt_len"]), int(inf.get("gen_len", 0))
+        except (KeyError, TypeError, ValueError):
+            raise RunError(f"{folder}/workload.yaml: inference: expected integer batch and prompt_len") from None
+        self.weights = str(inf.get("weights", w.get("precision", "bf16")))
+        if self.weights not in ("bf16", "fp16"):
+            raise RunError(f"{folder}/workload.yaml: inference.weights {self.weights!r}: the harness serves bf16 or "
+                           "fp16 weights")
+        if str(inf.get("kv_cache", self.weights)) != self.weights:
+            raise RunError(f"{folder}/workload.yaml: inference.kv_cache: transformers keeps the cache in the "
+                           "weights' dtype")
+        self.precision, self.master, self.lora_rank, self.lora_targets = self.weights, "none", 0, []
+        self.mbs, self.grad_accum, self.zero, self.ac, self.seq = self.batch, 1, 0, "none", self.prompt + self.gen
+
+
 # ---- Building the model ----
 
 def build_model(run, torch, device):
@@ -187,6 +211,8 @@ def build_model(run, torch, device):
     config = AutoConfig.for_model(model_type, **cfg)
     config.use_cache = False
     store = torch.float32 if (run.precision == "fp32" or run.master == "fp32") else torch.bfloat16
+    if run.task == "inference":
+        store = torch.float16 if run.weights == "fp16" else torch.bfloat16
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store)
     inner = getattr(model, "model", None)
@@ -402,7 +428,8 @@ def measure(run, device_name, steps):
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=max(1, world))
     try:
         model, config = build_model(run, torch, device)
-        model.forward = types.MethodType(decoder_forward(run), model)
+        if run.task != "inference":
+            model.forward = types.MethodType(decoder_forward(run), model)
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh(device.type, (run.dp, run.tp), mesh_dim_names=("dp", "tp")) if world > 1 else None
         if run.tp > 1:
@@ -416,9 +443,14 @@ def measure(run, device_name, steps):
         try:
             materialize(model, device, torch)
             local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
-            optimizer = make_optimizer(run, model, torch)
-            model.train()
-            for step in range(steps):
+            if run.task == "inference":
+                phase = "generate"
+                serve(run, model, config, device, torch)
+                steps = 1
+            else:
+                optimizer = make_optimizer(run, model, torch)
+                model.train()
+            for step in range(steps if run.task != "inference" else 0):
                 phase = f"step {step + 1}"
                 for _ in range(run.grad_accum):
                     forward_backward(run, model, config.vocab_size, device, torch)
@@ -491,6 +523,17 @@ def write_record(run, record, out_dir):
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return dest
+
+
+def serve(run, model, config, device, torch):
+    model.eval()
+    ids = torch.randint(0, config.vocab_size, (run.batch, run.prompt), device=device)
+    with torch.no_grad():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(1, run.gen),
+                             min_new_tokens=max(1, run.gen), do_sample=False, use_cache=True,
+                             pad_token_id=0, eos_token_id=None)
+    if out.shape[1] != run.prompt + max(1, run.gen):
+        raise RunError(f"{run.folder}: generate returned {out.shape[1]} tokens, expected {run.prompt + run.gen}")
 
 
 def measure_in_child(folder, args):

@@ -7,7 +7,7 @@ cluster.yaml, workload.yaml, layout.txt). Every knob the harness sets is written
 framework default to agree with what ran. The set spans what issue 11 asks of the stored
 runs: dense 1B-70B (the large ones sharded), an MoE model, FSDP degree 1-64, TP 1-8,
 recomputation none/selective/full, micro-batch 1-8, sequence 1k-16k, AdamW, SGD and 8-bit
-AdamW, bf16 and fp32, LoRA on a frozen base, and runs that must not fit.
+AdamW, bf16 and fp32, LoRA on a frozen base, runs that must not fit, and serving with\ntransformers' generate at several batch sizes and context lengths (its KV cache).
 
     python3 bench/calibrate/make_runs.py [--out DIR]   # rewrites runs/ (standard library only)
 """
@@ -98,6 +98,19 @@ RUNS = [
 ]
 
 
+# Serving with transformers' generate on one GPU: (id, model, batch, prompt, generated, dtype).
+SERVING = [
+    ("l8b-gen-b1-p2k-g256", "l8b", 1, 2048, 256, "bf16"),
+    ("l8b-gen-b8-p2k-g256", "l8b", 8, 2048, 256, "bf16"),
+    ("l8b-gen-b32-p1k-g128", "l8b", 32, 1024, 128, "bf16"),
+    ("l8b-gen-b4-p8k-g128", "l8b", 4, 8192, 128, "bf16"),
+    ("l1b-gen-b64-p4k-g128", "l1b", 64, 4096, 128, "bf16"),
+    ("q8b-gen-b16-p4k-g256", "q8b", 16, 4096, 256, "bf16"),
+    ("m7b-gen-b8-p16k-g64", "m7b", 8, 16384, 64, "bf16"),
+    ("l13b-gen-b8-p4k-g256-fp16", "l13b", 8, 4096, 256, "fp16"),
+]
+
+
 def config_of(model):
     if model == "l1b":
         return dict(LLAMA_32_1B)
@@ -150,7 +163,24 @@ def main():
         zero = 3 if dp > 1 else 0
         with open(os.path.join(d, "layout.txt"), "w") as f:
             f.write(f"framework={framework},dp={dp},tp={tp},zero={zero},mbs={mbs},ac={ac}\n")
-    print(f"wrote {len(RUNS)} runs to {os.path.relpath(out)}")
+    for rid, model, batch, prompt, gen, dtype in SERVING:
+        assert rid not in ids, rid
+        ids.add(rid)
+        d = os.path.join(out, rid)
+        os.makedirs(d)
+        with open(os.path.join(d, "config.json"), "w") as f:
+            json.dump(config_of(model), f, indent=2)
+            f.write("\n")
+        with open(os.path.join(d, "cluster.yaml"), "w") as f:
+            f.write(yaml_text({"name": rid, "nodes": 1, "gpus_per_node": 1, "gpu": "H100-SXM 80GB"}) + "\n")
+        workload = {"task": "inference", "precision": dtype,
+                    "inference": {"batch": batch, "prompt_len": prompt, "gen_len": gen, "weights": dtype,
+                                  "kv_cache": dtype}}
+        with open(os.path.join(d, "workload.yaml"), "w") as f:
+            f.write(yaml_text(workload) + "\n")
+        with open(os.path.join(d, "layout.txt"), "w") as f:
+            f.write(f"framework=hf,dp=1,tp=1,batch={batch}\n")
+    print(f"wrote {len(ids)} runs to {os.path.relpath(out)}")
 
 
 if __name__ == "__main__":

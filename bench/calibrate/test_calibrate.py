@@ -5,9 +5,9 @@
 
 1. runs/ is what make_runs.py writes, and every run's inputs are read by both calibrate.py
    (--check) and `shardplan estimate`;
-2. three tiny models run one step on the CPU under the fake process group, and each rank
-   holds exactly its share of the parameters: a 2-D FSDP x TP layout, a LoRA run and an MoE
-   model under FSDP;
+2. tiny models run on the CPU under the fake process group, and each rank holds exactly its
+   share of the parameters: one step of a 2-D FSDP x TP layout, a LoRA run and an MoE model
+   under FSDP, and a batch generated with transformers' generate;
 3. a layout the harness does not run exits 2 naming the file and the key;
 4. a record written with --out is a run folder `shardplan estimate` reads.
 Needs the virtualenv from scripts/python-env (torch, transformers).
@@ -88,10 +88,13 @@ def main():
                         "task: lora\nprecision: bf16\nmaster_weights: none\nseq_len: 64\nglobal_batch: 2\n"
                         "lora:\n  rank: 8\n  targets: [q_proj, v_proj]\n", "framework=hf,dp=1,mbs=2,ac=full")
         moe = make_run(src, "tiny-moe-fsdp4-full", TINY_MOE, pretrain, "framework=torchtitan,dp=4,zero=3,mbs=1,ac=full")
+        serve = make_run(src, "tiny-generate", TINY_LLAMA,
+                         "task: inference\nprecision: bf16\ninference:\n  batch: 2\n  prompt_len: 16\n  gen_len: 4\n",
+                         "framework=hf,dp=1,tp=1,batch=2")
         out = os.path.join(tmp, "out")
-        p = subprocess.run([py, calibrate, two_d, lora, moe, "--device", "cpu", "--steps", "1", "--json",
+        p = subprocess.run([py, calibrate, two_d, lora, moe, serve, "--device", "cpu", "--steps", "1", "--json",
                             "--out", out], capture_output=True, text=True)
-        check(p.returncode == 0, f"three CPU runs exit 0 ({p.stderr.strip()[-400:]})")
+        check(p.returncode == 0, f"four CPU runs exit 0 ({p.stderr.strip()[-400:]})")
         got = {}
         for line in p.stdout.splitlines():
             if line.startswith("{"):
@@ -111,7 +114,9 @@ def main():
         # 2,496,000, a quarter on each of 4 FSDP ranks.
         check(got.get("tiny-moe-fsdp4-full", {}).get("local_params") == 2496000 // 4,
               f"MoE rank holds 624,000 parameters (got {got.get('tiny-moe-fsdp4-full', {}).get('local_params')})")
-        check(all(r.get("fits") for r in got.values()) and len(got) == 3, "all three ran a step")
+        check(got.get("tiny-generate", {}).get("local_params") == 1705216,
+              f"generate serves the whole model, 1,705,216 parameters (got {got.get('tiny-generate', {}).get('local_params')})")
+        check(all(r.get("fits") for r in got.values()) and len(got) == 4, "all four ran")
 
         # 3. What the harness does not run is refused by name.
         pp = make_run(src, "tiny-pp2", TINY_LLAMA, pretrain, "framework=torchtitan,dp=2,pp=2,mbs=1")
