@@ -162,9 +162,12 @@ std::string EstimateText(const Plan& p) {
     out += "KV cache " + Thousands(e.kv.kv_bytes_per_token) + " B/token per GPU; room for " + Thousands(e.kv.max_kv_tokens) +
            " tokens = " + Thousands(e.kv.max_concurrent_sequences) + " sequences of " +
            std::to_string(p.workload.context_len()) +
-           (p.workload.inference.engine == ServingEngine::kSglang ? " tokens (SGLang pool at mem_fraction_static "
-                                                                  : " tokens (vLLM budget at ") +
-           Fixed(p.workload.inference.gpu_memory_utilization, 2) + ")\n";
+           (p.workload.inference.engine == ServingEngine::kTransformers
+                ? std::string(" tokens (transformers generate: the card less everything else)")
+                : (p.workload.inference.engine == ServingEngine::kSglang ? " tokens (SGLang pool at mem_fraction_static "
+                                                                         : " tokens (vLLM budget at ") +
+                      Fixed(p.workload.inference.gpu_memory_utilization, 2) + ")") +
+           "\n";
   if (p.cluster.gpu.bf16_flops <= 0 && p.cluster.gpu.fp16_flops <= 0)
     out += "step time unknown: the GPU '" + p.cluster.gpu.name +
            "' states no compute peak (give bf16_tflops in the cluster's gpu mapping)\n";

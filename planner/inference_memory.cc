@@ -102,11 +102,14 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
     out.push_back({"ssm_state", state * std::max(1, l.batch), std::max(1, s.layers), Phase::kSetup, Phase::kForward,
                    Pool::kTorch, "linear mixers' conv and recurrent state per sequence, x their blocks / TP"});
   // Profile forward of max_num_batched_tokens: the widest intermediates of one layer; on the
-  // last stage the dummy sampler run that follows, whichever is larger.
+  // last stage the dummy sampler run that follows, whichever is larger. transformers'
+  // generate has no profile: its peak is the prefill, every prompt of the batch at once.
   const double t = l.tp;
+  const bool generate = ctx.w.inference.engine == ServingEngine::kTransformers;
   const ServingProfile profile = ResolveServingProfile(ctx.w, ctx.c.gpu);
   const int64_t batched = profile.tokens;
-  const double tokens = static_cast<double>(std::min<int64_t>(batched, std::max<int64_t>(context * l.batch, 1)));
+  const double tokens = generate ? static_cast<double>(std::max<int64_t>(1, l.batch) * ctx.w.inference.prompt_len)
+                                 : static_cast<double>(std::min<int64_t>(batched, std::max<int64_t>(context * l.batch, 1)));
   // A dense MLP peaks with gate_up's 2f outputs and SiluAndMul's f beside the residual stream,
   // the hidden state and its norm: 3f + 3h per token. vLLM V0's logs for Llama-3.1-8B on an
   // RTX 3090 profile max_model_len tokens and measure peak_torch_memory less the weights at
@@ -119,6 +122,23 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
             static_cast<double>(m.q_width() + 2 * m.kv_width()) / t
       : 3 * static_cast<double>(m.intermediate) / t + 3 * h;
   const double forward = tokens * width * 2;
+  if (generate) {
+    // generate asks the model for the last position's logits only (logits_to_keep = 1) and
+    // copies them to fp32 (generation/utils.py _sample); each decode step's DynamicCache
+    // update concatenates a layer's keys, then its values, into a new tensor beside the old
+    // one (cache_utils.py: torch.cat([self.keys, key_states], dim=-2)).
+    const double batch = static_cast<double>(std::max(1, l.batch));
+    const double logits = s.last ? batch * static_cast<double>(m.vocab) * (2 + 4) : 0;
+    const double kv_layers = std::max(1.0, KvLayers(m, s));
+    const double cat = static_cast<double>(KvBytesPerToken(ctx, s)) / kv_layers / 2 * static_cast<double>(kv_tokens);
+    out.push_back({"activation_workspace", static_cast<int64_t>(std::max({forward, logits, cat})), 4, Phase::kForward,
+                   Phase::kForward, Pool::kTorch,
+                   forward >= std::max(logits, cat)
+                       ? "transformers generate's prefill: one layer's intermediates for batch x prompt tokens at once"
+                       : logits >= cat ? "generate's last-token logits, bf16 and their fp32 copy"
+                                       : "generate's decode: one layer's keys (or values) concatenated anew"});
+    return;
+  }
   const double sampler = s.last ? kSamplerBytesPerLogit * static_cast<double>(profile.sequences) *
                                       static_cast<double>(m.vocab)
                                 : 0;
@@ -144,14 +164,17 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   // SGLang: the pool is what is free once the weights are loaded (context and communicators
   // included) less (1 - mem_fraction_static) of the card, so the fraction covers weights and
   // KV alone (model_runner.py profile_max_num_token).
+  // transformers' generate: whatever the card holds beside everything else, context included.
   const bool sglang = ctx.w.inference.engine == ServingEngine::kSglang;
-  int64_t non_kv = sglang ? 0 : kVllmNonTorchBase;
+  const bool generate = ctx.w.inference.engine == ServingEngine::kTransformers;
+  int64_t non_kv = sglang || generate ? 0 : kVllmNonTorchBase;
   for (const MemoryTerm& t : stage.terms) {
     if (t.name == "kv_cache" || t.name == "ssm_state" || (t.pool != Pool::kTorch && t.pool != Pool::kNonTorch)) continue;
-    if (sglang ? t.name == "activation_workspace" : t.name == "cuda_context") continue;
+    if (sglang ? t.name == "activation_workspace" : !generate && t.name == "cuda_context") continue;
     non_kv += t.bytes;
   }
-  const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) * ctx.w.inference.gpu_memory_utilization;
+  const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) *
+                        (generate ? 1.0 : ctx.w.inference.gpu_memory_utilization);
   const double available = budget - static_cast<double>(non_kv);
   if (available > 0 && kv.kv_bytes_per_token > 0) {
     const int64_t page = kv.kv_bytes_per_token * kBlock;

@@ -60,8 +60,9 @@ struct LoraSpec {
 // The serving engine, which sets what its memory fraction covers: vLLM's
 // gpu_memory_utilization caps everything it profiles (weights, activation peak, KV cache);
 // SGLang's mem_fraction_static covers the weights and the KV pool only, and everything else
-// lives in the rest of the card.
-enum class ServingEngine { kVllm, kSglang };
+// lives in the rest of the card. transformers' generate has no pool and no fraction: the
+// whole prompt batch runs in one prefill forward and the KV cache grows with the sequences.
+enum class ServingEngine { kVllm, kSglang, kTransformers };
 
 struct InferenceSpec {
   int64_t batch = 1;                         // concurrent sequences the user wants

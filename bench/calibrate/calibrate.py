@@ -184,6 +184,9 @@ class Run:
         if self.framework != "hf" or self.dp != 1 or self.tp != 1:
             raise RunError(f"{folder}/layout.txt: inference runs as framework=hf on one GPU (dp=1, tp=1)")
         inf = w.get("inference") or {}
+        if str(inf.get("engine", "")).lower() not in ("transformers", "hf"):
+            raise RunError(f"{folder}/workload.yaml: inference.engine: the harness serves with transformers' "
+                           "generate (engine: transformers)")
         try:
             self.batch, self.prompt, self.gen = int(inf["batch"]), int(inf["prompt_len"]), int(inf.get("gen_len", 0))
         except (KeyError, TypeError, ValueError):

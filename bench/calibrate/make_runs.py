@@ -175,7 +175,7 @@ def main():
             f.write(yaml_text({"name": rid, "nodes": 1, "gpus_per_node": 1, "gpu": "H100-SXM 80GB"}) + "\n")
         workload = {"task": "inference", "precision": dtype,
                     "inference": {"batch": batch, "prompt_len": prompt, "gen_len": gen, "weights": dtype,
-                                  "kv_cache": dtype}}
+                                  "kv_cache": dtype, "engine": "transformers"}}
         with open(os.path.join(d, "workload.yaml"), "w") as f:
             f.write(yaml_text(workload) + "\n")
         with open(os.path.join(d, "layout.txt"), "w") as f:

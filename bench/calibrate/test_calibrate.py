@@ -89,7 +89,8 @@ def main():
                         "lora:\n  rank: 8\n  targets: [q_proj, v_proj]\n", "framework=hf,dp=1,mbs=2,ac=full")
         moe = make_run(src, "tiny-moe-fsdp4-full", TINY_MOE, pretrain, "framework=torchtitan,dp=4,zero=3,mbs=1,ac=full")
         serve = make_run(src, "tiny-generate", TINY_LLAMA,
-                         "task: inference\nprecision: bf16\ninference:\n  batch: 2\n  prompt_len: 16\n  gen_len: 4\n",
+                         "task: inference\nprecision: bf16\ninference:\n  batch: 2\n  prompt_len: 16\n  gen_len: 4\n"
+                         "  engine: transformers\n",
                          "framework=hf,dp=1,tp=1,batch=2")
         out = os.path.join(tmp, "out")
         p = subprocess.run([py, calibrate, two_d, lora, moe, serve, "--device", "cpu", "--steps", "1", "--json",

@@ -47,7 +47,13 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
     const std::string e = Lower(*engine);
     if (e == "vllm") inf.engine = ServingEngine::kVllm;
     else if (e == "sglang") inf.engine = ServingEngine::kSglang;
-    else return doc.ErrorAt(node["engine"], "engine: expected vllm or sglang");
+    else if (e == "transformers" || e == "hf") inf.engine = ServingEngine::kTransformers;
+    else return doc.ErrorAt(node["engine"], "engine: expected vllm, sglang or transformers (its generate), got \"" + *engine + "\"");
+    if (inf.engine == ServingEngine::kTransformers) {
+      for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens"})
+        if (node[key].IsDefined())
+          return doc.ErrorAt(node[key], std::string(key) + ": a serving engine's setting; transformers' generate has none");
+    }
   }
   if (node["mem_fraction_static"].IsDefined()) {  // SGLang's name for its fraction
     if (node["gpu_memory_utilization"].IsDefined())
@@ -249,8 +255,9 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
          std::to_string(w.inference.prompt_len) + ", gen_len: " + std::to_string(w.inference.gen_len) +
          ", weights: " + std::string(DtypeName(w.inference.weights)) + ", kv_cache: " +
          std::string(DtypeName(w.inference.kv_cache)) +
-         (w.inference.engine == ServingEngine::kSglang ? ", engine: sglang, mem_fraction_static: " + util
-                                                       : ", gpu_memory_utilization: " + util) +
+         (w.inference.engine == ServingEngine::kSglang         ? ", engine: sglang, mem_fraction_static: " + util
+          : w.inference.engine == ServingEngine::kTransformers ? std::string(", engine: transformers")
+                                                               : ", gpu_memory_utilization: " + util) +
          (w.inference.max_num_batched_tokens > 0
               ? ", max_num_batched_tokens: " + std::to_string(w.inference.max_num_batched_tokens)
               : std::string()) +

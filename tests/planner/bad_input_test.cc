@@ -200,8 +200,20 @@ TEST(WorkloadRejects, ServingEngine) {
   EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.88);
   doc = Document::Parse("w.yaml", "task: inference\ninference:\n  engine: TGI\n");
   w = ParseWorkload(*doc);
-  EXPECT_NE(w.status().message().find("w.yaml:3:11: engine: expected vllm or sglang"), std::string::npos)
+  EXPECT_NE(w.status().message().find("w.yaml:3:11: engine: expected vllm, sglang or transformers (its generate), got \"TGI\""),
+            std::string::npos)
       << w.status().message();
+  // transformers' generate has no memory fraction or batched-token budget to set.
+  doc = Document::Parse("w.yaml", "task: inference\ninference:\n  engine: transformers\n  gpu_memory_utilization: 0.9\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:4:27: gpu_memory_utilization: a serving engine's setting; transformers' "
+                                      "generate has none"),
+            std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: inference\ninference: {engine: hf, batch: 8}\n");
+  w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.engine, ServingEngine::kTransformers);
   doc = Document::Parse("w.yaml", "task: inference\ninference:\n  gpu_memory_utilization: 0.9\n  mem_fraction_static: 0.8\n");
   w = ParseWorkload(*doc);
   EXPECT_NE(w.status().message().find("w.yaml:4:24: mem_fraction_static: give it or gpu_memory_utilization, not both"),

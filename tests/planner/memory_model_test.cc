@@ -350,6 +350,37 @@ TEST(Inference, SglangFractionCoversWeightsAndKv) {
   EXPECT_LT(vllm.kv.max_kv_tokens, sglang.kv.max_kv_tokens);
 }
 
+// transformers' generate (engine: transformers) runs the whole prompt batch in one prefill
+// forward, with no vLLM profile or sampler run: Llama-3.1-8B, 8 prompts of 2,048 tokens, holds
+// one layer's 3f + 3h intermediates for all 16,384 tokens. With one short prompt and a long
+// generation the decode's cache concatenation, one layer's keys for 4,112 tokens, is larger
+// than the prefill or the 128,256 last-token logits (bf16 and an fp32 copy). Its KV room is
+// the whole card less everything else, where vLLM's is 0.90 of it.
+TEST(Inference, TransformersGenerateSizesThePrefill) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.engine = ServingEngine::kTransformers;
+  w.inference.batch = 8;
+  w.inference.prompt_len = 2048;
+  w.inference.gen_len = 256;
+  const MemoryEstimate gen = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  EXPECT_EQ(Term(gen, "activation_workspace"), 8LL * 2048 * (3 * 14336 + 3 * 4096) * 2);
+  EXPECT_EQ(Term(gen, "kv_cache"), 131072LL * 8 * (2048 + 256));
+  w.inference.engine = ServingEngine::kVllm;
+  const MemoryEstimate vllm = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  EXPECT_GT(gen.kv.max_kv_tokens, vllm.kv.max_kv_tokens);
+
+  w.inference.engine = ServingEngine::kTransformers;
+  w.inference.batch = 1;
+  w.inference.prompt_len = 16;
+  w.inference.gen_len = 4096;
+  const MemoryEstimate decode = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  EXPECT_EQ(Term(decode, "activation_workspace"), 131072 / 32 / 2 * (16 + 4096));
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).

@@ -145,6 +145,14 @@ TEST(PlanFile, InferencePlan) {
   auto back = ParsePlan("plan.yaml", PlanToYaml(p));
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->memory.kv.max_kv_tokens, p.memory.kv.max_kv_tokens);
+  // Each engine's setting is written in its own keys and read back as that engine.
+  for (ServingEngine engine : {ServingEngine::kVllm, ServingEngine::kSglang, ServingEngine::kTransformers}) {
+    Plan q = p;
+    q.workload.inference.engine = engine;
+    auto again = ParsePlan("plan.yaml", PlanToYaml(q));
+    ASSERT_TRUE(again.ok()) << again.status().message();
+    EXPECT_EQ(again->workload.inference, q.workload.inference);
+  }
 }
 
 }  // namespace
