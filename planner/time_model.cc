@@ -167,6 +167,10 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   }
   const int passes = rc == Rc::kFull ? 3 : 2;  // forward, backward, recomputed forward
   c.tp_raw = k.tp_collectives * passes * k.tp_one;
+  // torchtitan's per-op policy saves reduce-scatter outputs but not all-gather ones (its
+  // _save_list in parallelize.py): backward gathers each sub-block's sequence-sharded input
+  // again for the weight gradients and the recomputed matmuls, half of an all-reduce's cost.
+  if (rc == Rc::kSelective && x.op_sac && x.l.sp) c.tp_raw += k.tp_collectives * k.tp_one / 2;
   const double exposed = x.l.framework == Framework::kTorchtitan ? kAsyncTpExposed : kTpOverlapExposed;
   c.tp = c.tp_raw * (x.k.tp_overlap ? exposed : 1);
   // Ring attention: cp-1 exchanges per forward, twice that backward (KV and dKV), under the

@@ -758,6 +758,30 @@ TEST(EstimateTime, ContextParallelChunksCostMoreThanDataParallel) {
   EXPECT_LT(b.tokens_per_second_per_gpu, a.tokens_per_second_per_gpu);
 }
 
+// torchtitan's per-op selective checkpointing keeps reduce-scatter outputs, not all-gather
+// ones: backward gathers each sub-block's input again, one all-gather (half an all-reduce's
+// ring cost) per sub-block on top of forward and backward's two all-reduce equivalents. The
+// whole-layer policies gather nothing extra beyond their recomputed forward.
+TEST(EstimateTime, TorchtitanSelectiveCheckpointGathersAgain) {
+  Layout l;
+  l.framework = Framework::kTorchtitan;
+  l.tp = 8;
+  l.sp = true;
+  l.grad_accum = 8;
+  const TimeEstimate none = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  l.ac = Recompute::kSelective;
+  const TimeEstimate sel = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  l.ac = Recompute::kFull;
+  const TimeEstimate full = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  ASSERT_GT(RawTerm(none, "tp_comm"), 0);
+  EXPECT_NEAR(RawTerm(sel, "tp_comm"), 1.25 * RawTerm(none, "tp_comm"), 1e-9);
+  EXPECT_NEAR(RawTerm(full, "tp_comm"), 1.5 * RawTerm(none, "tp_comm"), 1e-9);
+  l.ac = Recompute::kSelective;
+  l.framework = Framework::kMegatron;  // attention core recomputed: no collective inside it
+  const TimeEstimate megatron = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  EXPECT_NEAR(RawTerm(megatron, "tp_comm"), RawTerm(none, "tp_comm"), 1e-9);
+}
+
 TEST(EstimateTime, TpOverlapHidesPartOfTheTraffic) {
   Layout l;
   l.framework = Framework::kMegatron;
