@@ -4,10 +4,11 @@
 Each folder holds the four inputs shardplan and calibrate.py both read (config.json,
 cluster.yaml, workload.yaml, layout.txt). Every knob the harness sets is written out
 (precision, master weights, optimizer, loss, recomputation), so the estimate needs no
-framework default to agree with what ran. The set spans what issue 11 asks of the stored
-runs: dense 1B-70B (the large ones sharded), an MoE model, FSDP degree 1-64, TP 1-8,
+framework default to agree with what ran. The set spans what the stored runs must cover:
+dense 1B-70B (the large ones sharded), an MoE model, FSDP degree 1-64, TP 1-8,
 recomputation none/selective/full, micro-batch 1-8, sequence 1k-16k, AdamW, SGD and 8-bit
-AdamW, bf16 and fp32, LoRA on a frozen base, runs that must not fit, and serving with\ntransformers' generate at several batch sizes and context lengths (its KV cache).
+AdamW, bf16 and fp32, LoRA on a frozen base, runs that must not fit, and serving with
+transformers' generate at several batch sizes and context lengths (its KV cache).
 
     python3 bench/calibrate/make_runs.py [--out DIR]   # rewrites runs/ (standard library only)
 """

@@ -9,7 +9,9 @@
    share of the parameters: one step of a 2-D FSDP x TP layout, a LoRA run and an MoE model
    under FSDP, and a batch generated with transformers' generate;
 3. a layout the harness does not run exits 2 naming the file and the key;
-4. a record written with --out is a run folder `shardplan estimate` reads.
+4. a record written with --out is a run folder `shardplan estimate` reads;
+5. score.py scores a record's allocated and reserved peaks, and targets.json passes or fails
+   them as the numbers say.
 Needs the virtualenv from scripts/python-env (torch, transformers).
 """
 import argparse
@@ -131,6 +133,43 @@ def main():
         check(truth.get("category") == "calibration" and truth.get("fits") is True and truth.get("left_out"),
               "truth.json says calibration, ran, and what the fake process group leaves out")
         check(estimate(args.shardplan, rec).returncode in (0, 1), "shardplan estimate reads the written record")
+        # 5. Scoring a record's two peaks against the targets: records whose measured figures sit
+        # at known ratios to the estimate (+2% and -1% allocated, -4% and +2.5% reserved) give
+        # medians of 1% and 2.5%, a 4% reserved under-prediction, and pass or fail the targets
+        # as those numbers say.
+        scored = os.path.join(tmp, "scored")
+        for name, alloc_ratio, reserved_ratio in (("l8b-tt-fsdp8-s8k-b1-sel", 1.02, 0.96),
+                                                  ("l1b-hf-amp-s2k-b4-full", 0.99, 1.025)):
+            d = os.path.join(scored, name)
+            os.makedirs(d)
+            for f in ("config.json", "cluster.yaml", "workload.yaml", "layout.txt"):
+                with open(os.path.join(committed, name, f)) as src_f, open(os.path.join(d, f), "w") as dst:
+                    dst.write(src_f.read())
+            mem = json.loads(estimate(args.shardplan, d).stdout)["memory"]["per_gpu"]
+            with open(os.path.join(d, "truth.json"), "w") as f:
+                json.dump({"id": name, "category": "calibration", "fits": True, "metric": "allocated",
+                           "measured": mem["allocated_peak_bytes"] / alloc_ratio,
+                           "measured_reserved": mem["reserved_peak_bytes"] / reserved_ratio}, f)
+        score = os.path.join(os.path.dirname(HERE), "user_inputs", "score.py")
+        p = subprocess.run([py, score, "--shardplan", args.shardplan, "--cases", scored, "--json"],
+                           capture_output=True, text=True)
+        s = json.loads(p.stdout)["summary"]
+        check(abs(s["memory_median"] - 0.01) < 1e-9 and abs(s["worst_under_prediction"] - 0.01) < 1e-9,
+              f"allocated: median 1%, worst under-prediction 1% (got {s['memory_median']}, {s['worst_under_prediction']})")
+        check(s["reserved_scored"] == 2 and abs(s["reserved_median"] - 0.025) < 1e-9
+              and abs(s["reserved_worst_under"] - 0.04) < 1e-9,
+              f"reserved: median 2.5%, worst under-prediction 4% (got {s['reserved_median']}, {s['reserved_worst_under']})")
+        targets = os.path.join(HERE, "targets.json")
+        p = subprocess.run([py, score, "--shardplan", args.shardplan, "--cases", scored, "--thresholds", targets],
+                           capture_output=True, text=True)
+        check(p.returncode == 0, f"within the calibration targets ({p.stderr.strip()})")
+        tight = os.path.join(tmp, "tight.json")
+        with open(tight, "w") as f:
+            json.dump({"max_reserved_under_prediction": 0.03}, f)
+        p = subprocess.run([py, score, "--shardplan", args.shardplan, "--cases", scored, "--thresholds", tight],
+                           capture_output=True, text=True)
+        check(p.returncode == 1 and "max_reserved_under_prediction" in p.stderr,
+              f"a 4% reserved under-prediction fails a 3% limit ({p.returncode}: {p.stderr.strip()[:200]})")
     print(f"{len(failures)} failure(s)")
     return 1 if failures else 0
 

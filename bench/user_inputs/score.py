@@ -13,7 +13,9 @@ and compares the answer with truth.json: the fit verdict with whether the run ra
 figure the source measured with the matching prediction (allocated with
 allocated_peak_bytes, reserved or unstated with reserved_peak_bytes, nvidia-smi with
 peak_bytes, each the largest over pipeline stages; weights with the weights term; a KV-cache
-budget with max_kv_tokens), and tokens/s per GPU with the time model's. An input the CLI
+budget with max_kv_tokens), and tokens/s per GPU with the time model's. A record that also
+measured the reserved peak (measured_reserved, as bench/calibrate writes) is scored on it too,
+against reserved_peak_bytes. An input the CLI
 rejects (exit 2 or 3), or a case with no input a user could write, is a miss, never skipped.
 
 Prints each case and a summary; with --thresholds, exits 1 when the summary is worse than the
@@ -90,6 +92,8 @@ def run_case(binary, folder, timeout):
         if pred is not None and truth["measured"] > 0:
             row["predicted"] = pred
             row["mem_error"] = pred / truth["measured"] - 1
+    if truth.get("measured_reserved"):
+        row["reserved_error"] = stage_max(out["memory"], "reserved_peak_bytes") / truth["measured_reserved"] - 1
     if "tokens_per_sec_per_gpu" in truth and out.get("time", {}).get("known") and row["fits"]:
         tps = out["time"]["tokens_per_second_per_gpu"]
         if tps > 0:
@@ -99,7 +103,7 @@ def run_case(binary, folder, timeout):
 
 def summarize(rows):
     s = {"cases": len(rows), "rejected": [], "optimistic": [], "pessimistic": []}
-    mem, time_ = [], []
+    mem, reserved, time_ = [], [], []
     fit_cases = fit_agree = 0
     worst_under, worst_under_id = 0.0, ""
     for r in rows:
@@ -110,6 +114,8 @@ def summarize(rows):
                 fit_cases += 1  # a rejected input answers nothing: a miss
             if "metric" in t:
                 mem.append(float("inf"))
+            if t.get("measured_reserved"):
+                reserved.append(float("inf"))
             if "tokens_per_sec_per_gpu" in t:
                 time_.append(float("inf"))
             continue
@@ -123,11 +129,17 @@ def summarize(rows):
             mem.append(abs(r["mem_error"]))
             if -r["mem_error"] > worst_under:
                 worst_under, worst_under_id = -r["mem_error"], r["id"]
+        if "reserved_error" in r:
+            reserved.append(abs(r["reserved_error"]))
+            s["reserved_worst_under"] = max(s.get("reserved_worst_under", 0.0), -r["reserved_error"])
         if "time_error" in r:
             time_.append(abs(r["time_error"]))
+    s.setdefault("reserved_worst_under", 0.0)
     s.update(fit_cases=fit_cases, fit_agree=fit_agree, fit_agreement=fit_agree / fit_cases if fit_cases else 1.0,
              memory_scored=len(mem), memory_median=percentile(mem, 0.5), memory_p90=percentile(mem, 0.9),
-             worst_under_prediction=worst_under, worst_under_id=worst_under_id, time_scored=len(time_),
+             worst_under_prediction=worst_under, worst_under_id=worst_under_id,
+             reserved_scored=len(reserved), reserved_median=percentile(reserved, 0.5),
+             reserved_worst=max(reserved, default=0.0), time_scored=len(time_),
              time_median=percentile(time_, 0.5), time_p90=percentile(time_, 0.9))
     return s
 
@@ -170,6 +182,9 @@ def check(summary, path):
               ("max_rejected", len(summary["rejected"]), lambda v, lim: v <= lim),
               ("max_memory_median", summary["memory_median"], lambda v, lim: v <= lim),
               ("max_memory_p90", summary["memory_p90"], lambda v, lim: v <= lim),
+              ("max_under_prediction", summary["worst_under_prediction"], lambda v, lim: v <= lim),
+              ("max_reserved_median", summary["reserved_median"], lambda v, lim: v <= lim),
+              ("max_reserved_under_prediction", summary["reserved_worst_under"], lambda v, lim: v <= lim),
               ("max_time_median", summary["time_median"], lambda v, lim: v <= lim),
               ("max_time_p90", summary["time_p90"], lambda v, lim: v <= lim)]
     failed = False
@@ -215,6 +230,9 @@ def main():
               f"optimistic {len(s['optimistic'])} {s['optimistic']}; pessimistic {len(s['pessimistic'])}")
         print(f"memory: n={s['memory_scored']} median {pct(s['memory_median'])}, p90 {pct(s['memory_p90'])}, "
               f"worst under-prediction {pct(s['worst_under_prediction'])} ({s['worst_under_id'] or '-'})")
+        if s["reserved_scored"]:
+            print(f"reserved peak: n={s['reserved_scored']} median {pct(s['reserved_median'])}, worst "
+                  f"{pct(s['reserved_worst'])}, worst under-prediction {pct(s['reserved_worst_under'])}")
         print(f"time (tokens/s per GPU): n={s['time_scored']} median {pct(s['time_median'])}, p90 {pct(s['time_p90'])}")
     if a.thresholds and not check(s, a.thresholds):
         sys.exit(1)
