@@ -134,6 +134,23 @@ def yaml_text(mapping, indent=0):
     return "\n".join(out)
 
 
+def write_run(out, ids, rid, model, world, workload, layout):
+    """One run's four input files; the cluster is the GPU it will run on, world dp x tp GPUs
+    (calibrate.py rewrites it with the device it measured)."""
+    assert rid not in ids, rid
+    ids.add(rid)
+    d = os.path.join(out, rid)
+    os.makedirs(d)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config_of(model), f, indent=2)
+        f.write("\n")
+    cluster = {"name": rid, "nodes": max(1, -(-world // 8)), "gpus_per_node": min(world, 8), "gpu": "H100-SXM 80GB"}
+    for name, text in (("cluster.yaml", yaml_text(cluster)), ("workload.yaml", yaml_text(workload)),
+                       ("layout.txt", layout)):
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=OUT)
@@ -142,45 +159,19 @@ def main():
         shutil.rmtree(out)
     ids = set()
     for rid, model, framework, dp, tp, mbs, seq, ac, extra in RUNS:
-        assert rid not in ids, rid
-        ids.add(rid)
-        d = os.path.join(out, rid)
-        os.makedirs(d)
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(config_of(model), f, indent=2)
-            f.write("\n")
-        world = dp * tp
-        # The GPU it will run on; calibrate.py rewrites this with the device it measured.
-        with open(os.path.join(d, "cluster.yaml"), "w") as f:
-            f.write(yaml_text({"name": rid, "nodes": max(1, -(-world // 8)), "gpus_per_node": min(world, 8),
-                               "gpu": "H100-SXM 80GB"}) + "\n")
         workload = {"task": "pretrain", "precision": "bf16", "master_weights": "fp32", "optimizer": "adamw",
                     "loss": "standard", "seq_len": seq, "global_batch": mbs * dp, "compile": "false"}
         workload.update(extra)
         if workload["precision"] == "fp32":
             workload["master_weights"] = "none"  # fp32 training has no separate master copy
-        with open(os.path.join(d, "workload.yaml"), "w") as f:
-            f.write(yaml_text(workload) + "\n")
         zero = 3 if dp > 1 else 0
-        with open(os.path.join(d, "layout.txt"), "w") as f:
-            f.write(f"framework={framework},dp={dp},tp={tp},zero={zero},mbs={mbs},ac={ac}\n")
+        write_run(out, ids, rid, model, dp * tp, workload,
+                  f"framework={framework},dp={dp},tp={tp},zero={zero},mbs={mbs},ac={ac}")
     for rid, model, batch, prompt, gen, dtype in SERVING:
-        assert rid not in ids, rid
-        ids.add(rid)
-        d = os.path.join(out, rid)
-        os.makedirs(d)
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(config_of(model), f, indent=2)
-            f.write("\n")
-        with open(os.path.join(d, "cluster.yaml"), "w") as f:
-            f.write(yaml_text({"name": rid, "nodes": 1, "gpus_per_node": 1, "gpu": "H100-SXM 80GB"}) + "\n")
         workload = {"task": "inference", "precision": dtype,
                     "inference": {"batch": batch, "prompt_len": prompt, "gen_len": gen, "weights": dtype,
                                   "kv_cache": dtype, "engine": "transformers"}}
-        with open(os.path.join(d, "workload.yaml"), "w") as f:
-            f.write(yaml_text(workload) + "\n")
-        with open(os.path.join(d, "layout.txt"), "w") as f:
-            f.write(f"framework=hf,dp=1,tp=1,batch={batch}\n")
+        write_run(out, ids, rid, model, 1, workload, f"framework=hf,dp=1,tp=1,batch={batch}")
     print(f"wrote {len(ids)} runs to {os.path.relpath(out)}")
 
 
