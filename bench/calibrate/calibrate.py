@@ -217,7 +217,10 @@ def build_model(run, torch, device):
     if run.task == "inference":
         store = torch.float16 if run.weights == "fp16" else torch.bfloat16
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store)
+        try:
+            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store)
+        except TypeError:  # transformers before 4.56 names it torch_dtype
+            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", torch_dtype=store)
     inner = getattr(model, "model", None)
     for part in ("embed_tokens", "layers", "norm", "rotary_emb"):
         if inner is None or not hasattr(inner, part):
@@ -259,7 +262,10 @@ def add_lora(run, model, torch, adapter_dtype):
 
 
 def apply_tp(run, model, mesh, torch):
-    from torch.distributed.tensor import Replicate, Shard
+    try:
+        from torch.distributed.tensor import Replicate, Shard
+    except ImportError:  # torch before 2.5
+        from torch.distributed._tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
                                                    SequenceParallel, parallelize_module)
     parallelize_module(model.model, mesh, {
@@ -328,7 +334,10 @@ def _has_op(torch, name):
 
 
 def apply_fsdp(run, model, mesh, torch):
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    try:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    except ImportError:  # torch before 2.6 kept FSDP2 under _composable
+        from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
     kw = {"mesh": mesh, "reshard_after_forward": run.zero >= 3}
     if run.master == "fp32" and run.precision == "bf16":
         kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -347,7 +356,7 @@ def materialize(model, device, torch):
             local.normal_(0.0, 0.02)
     # to_empty left the rotary frequencies undefined: build that module again on the device.
     rot = model.model.rotary_emb
-    model.model.rotary_emb = type(rot)(rot.config).to(device)
+    model.model.rotary_emb = type(rot)(config=rot.config).to(device)
 
 
 def make_optimizer(run, model, torch):
@@ -459,7 +468,7 @@ def measure(run, device_name, steps):
                     forward_backward(run, model, config.vocab_size, device, torch)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
-        except torch.OutOfMemoryError as e:
+        except getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError) as e:
             fits, oom_at = False, f"{phase}: {str(e).splitlines()[0]}"
         seconds = time.time() - started
         record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3)}
