@@ -72,6 +72,9 @@ SAC_KEEP = (
 )
 
 
+LLAMA_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+
+
 class RunError(Exception):
     """A run this harness cannot reproduce; the message says which input and why."""
 
@@ -97,14 +100,14 @@ def read_yaml(path):
     return doc
 
 
-def as_int(layout, key, default):
+def as_int(folder, layout, key, default):
     v = layout.get(key)
     if v is None:
         return default
     try:
         return int(v)
     except ValueError:
-        raise RunError(f"layout.txt: {key}: expected an integer, got {v!r}") from None
+        raise RunError(f"{folder}/layout.txt: {key}: expected an integer, got {v!r}") from None
 
 
 class Run:
@@ -127,16 +130,16 @@ class Run:
             raise RunError(f"{folder}/layout.txt: framework {self.framework!r}: the harness runs torchtitan, "
                            "torchtune or hf layouts")
         for key in ("pp", "cp", "ep", "etp", "vpp"):
-            if as_int(lay, key, 1) != 1:
+            if as_int(folder, lay, key, 1) != 1:
                 raise RunError(f"{folder}/layout.txt: {key}={lay[key]}: the harness runs data and tensor "
                                "parallelism only")
         if lay.get("offload_optimizer", "none") != "none" or lay.get("offload_params", "none") != "none":
             raise RunError(f"{folder}/layout.txt: offload is not rehearsed by the harness")
-        self.dp = as_int(lay, "dp", 1)
-        self.tp = as_int(lay, "tp", 1)
-        self.mbs = as_int(lay, "mbs", 1)
-        self.grad_accum = as_int(lay, "grad_accum", 1)
-        self.zero = as_int(lay, "zero", 3 if self.dp > 1 else 0)
+        self.dp = as_int(folder, lay, "dp", 1)
+        self.tp = as_int(folder, lay, "tp", 1)
+        self.mbs = as_int(folder, lay, "mbs", 1)
+        self.grad_accum = as_int(folder, lay, "grad_accum", 1)
+        self.zero = as_int(folder, lay, "zero", 3 if self.dp > 1 else 0)
         self.ac = lay.get("ac", "none")
         if self.ac not in ("none", "full", "selective"):
             raise RunError(f"{folder}/layout.txt: ac={self.ac}: expected none, full or selective")
@@ -175,8 +178,8 @@ class Run:
             raise RunError(f"{folder}/layout.txt: LoRA runs with tp=1 here")
         lora = w.get("lora") or {}
         self.lora_rank = int(lora.get("rank", 8)) if self.task == "lora" else 0
-        self.lora_targets = list(lora.get("targets", ["q_proj", "v_proj"])) if self.task == "lora" else []
-
+        # shardplan's default targets: every linear of the layer under llama's seven names.
+        self.lora_targets = list(lora.get("targets", LLAMA_LINEARS)) if self.task == "lora" else []
 
     def read_serving(self, folder, w):
         """Serving is transformers' generate on one GPU: a batch of prompts, greedy decoding of
