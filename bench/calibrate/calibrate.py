@@ -216,6 +216,9 @@ def build_model(run, torch, device):
     cfg.pop("quantization_config", None)
     config = AutoConfig.for_model(model_type, **cfg)
     config.use_cache = False
+    if run.tp > 1 and getattr(config, "tie_word_embeddings", False):
+        # Sharding the embedding by rows and the head by columns would untie them.
+        raise RunError(f"{run.folder}/config.json: tied embeddings under tp > 1 are not rehearsed")
     store = torch.float32 if (run.precision == "fp32" or run.master == "fp32") else torch.bfloat16
     if run.task == "inference":
         store = torch.float16 if run.weights == "fp16" else torch.bfloat16

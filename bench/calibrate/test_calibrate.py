@@ -6,9 +6,10 @@
 1. runs/ is what make_runs.py writes, and every run's inputs are read by both calibrate.py
    (--check) and `shardplan estimate`;
 2. tiny models run on the CPU under the fake process group, and each rank holds exactly its
-   share of the parameters: one step of a 2-D FSDP x TP layout, a LoRA run and an MoE model
-   under FSDP, and a batch generated with transformers' generate;
-3. a layout the harness does not run exits 2 naming the file and the key;
+   share of the parameters: one step of a 2-D FSDP x TP layout, a LoRA run, an MoE model and
+   a tied-embedding model under FSDP, and a batch generated with transformers' generate;
+3. what the harness does not run (pipeline parallelism, tied embeddings under TP) exits 2
+   naming the file;
 4. a record written with --out is a run folder `shardplan estimate` reads;
 5. score.py scores a record's allocated and reserved peaks, and targets.json passes or fails
    them as the numbers say.
@@ -94,10 +95,12 @@ def main():
                          "task: inference\nprecision: bf16\ninference:\n  batch: 2\n  prompt_len: 16\n  gen_len: 4\n"
                          "  engine: transformers\n",
                          "framework=hf,dp=1,tp=1,batch=2")
+        tied_fsdp = make_run(src, "tiny-tied-fsdp8", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
+                             "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full")
         out = os.path.join(tmp, "out")
-        p = subprocess.run([py, calibrate, two_d, lora, moe, serve, "--device", "cpu", "--steps", "1", "--json",
+        p = subprocess.run([py, calibrate, two_d, lora, moe, serve, tied_fsdp, "--device", "cpu", "--steps", "1", "--json",
                             "--out", out], capture_output=True, text=True)
-        check(p.returncode == 0, f"four CPU runs exit 0 ({p.stderr.strip()[-400:]})")
+        check(p.returncode == 0, f"five CPU runs exit 0 ({p.stderr.strip()[-400:]})")
         got = {}
         for line in p.stdout.splitlines():
             if line.startswith("{"):
@@ -119,13 +122,21 @@ def main():
               f"MoE rank holds 624,000 parameters (got {got.get('tiny-moe-fsdp4-full', {}).get('local_params')})")
         check(got.get("tiny-generate", {}).get("local_params") == 1705216,
               f"generate serves the whole model, 1,705,216 parameters (got {got.get('tiny-generate', {}).get('local_params')})")
-        check(all(r.get("fits") for r in got.values()) and len(got) == 4, "all four ran")
+        # Tied: the head is the embedding, counted once: 1,705,216 - 262,144 = 1,443,072 over 8.
+        check(got.get("tiny-tied-fsdp8", {}).get("local_params") == 1443072 // 8,
+              f"a tied model holds its embedding once, 180,384 per rank (got {got.get('tiny-tied-fsdp8', {}).get('local_params')})")
+        check(all(r.get("fits") for r in got.values()) and len(got) == 5, "all five ran")
 
         # 3. What the harness does not run is refused by name.
         pp = make_run(src, "tiny-pp2", TINY_LLAMA, pretrain, "framework=torchtitan,dp=2,pp=2,mbs=1")
         p = subprocess.run([py, calibrate, pp, "--device", "cpu"], capture_output=True, text=True)
         check(p.returncode == 2 and "tiny-pp2/layout.txt: pp=2" in p.stderr,
               f"pipeline parallelism refused with exit 2 naming layout.txt ({p.returncode}: {p.stderr.strip()[:200]})")
+        tied = make_run(src, "tiny-tied-tp2", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
+                        "framework=torchtitan,dp=2,tp=2,mbs=1")
+        p = subprocess.run([py, calibrate, tied, "--device", "cpu"], capture_output=True, text=True)
+        check(p.returncode == 2 and "tiny-tied-tp2/config.json: tied embeddings under tp > 1" in p.stderr,
+              f"tied embeddings under TP refused, not silently untied ({p.returncode}: {p.stderr.strip()[:200]})")
 
         # 4. The written record is a run folder the CLI reads, with the harness's truth.
         rec = os.path.join(out, "tiny-fsdp4-tp2-sel")
