@@ -412,7 +412,7 @@ def loss_of(run, logits, labels, torch):
     return F.cross_entropy(logits.float().flatten(0, 1), labels.flatten())
 
 
-def forward_backward(run, model, vocab, device, torch):
+def forward_backward(run, model, vocab, device, torch, mark=lambda phase: None):
     ids = torch.randint(0, vocab, (run.mbs, run.seq), device=device)
     positions = torch.arange(run.seq, device=device).unsqueeze(0).expand(run.mbs, -1)
     autocast = (torch.autocast(device_type=device.type, dtype=torch.bfloat16)
@@ -424,9 +424,12 @@ def forward_backward(run, model, vocab, device, torch):
         parallel_loss = loss_parallel()
     with autocast:
         logits = model(ids, positions)
+    mark("forward")
     with parallel_loss:
         loss = loss_of(run, logits, ids, torch)
+        mark("loss")
         loss.backward()
+    mark("backward")
 
 
 def measure(run, device_name, steps):
@@ -458,12 +461,23 @@ def measure(run, device_name, steps):
         fits, oom_at, local_params = True, None, None
         started = time.time()
         phase = "setup"
+        # Where each phase ends: the bytes still allocated and the peak so far (never reset, so
+        # the run's peak is untouched), for the first step and the last.
+        phases = []
+
+        def mark(name):
+            if cuda and (name == "setup" or phase in ("generate", "step 1", f"step {steps}")):
+                phases.append({"at": "setup" if name == "setup" else f"{phase} {name}",
+                               "allocated": torch.cuda.memory_allocated(),
+                               "peak_so_far": torch.cuda.max_memory_allocated()})
         try:
             materialize(model, device, torch)
             local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
+            mark("setup")
             if run.task == "inference":
                 phase = "generate"
                 serve(run, model, config, device, torch)
+                mark("done")
                 steps = 1
             else:
                 optimizer = make_optimizer(run, model, torch)
@@ -471,15 +485,18 @@ def measure(run, device_name, steps):
             for step in range(steps if run.task != "inference" else 0):
                 phase = f"step {step + 1}"
                 for _ in range(run.grad_accum):
-                    forward_backward(run, model, config.vocab_size, device, torch)
+                    forward_backward(run, model, config.vocab_size, device, torch, mark)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
+                mark("step")
         except getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError) as e:
             fits, oom_at = False, f"{phase}: {str(e).splitlines()[0]}"
         seconds = time.time() - started
         record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3)}
         if oom_at:
             record["oom"] = oom_at
+        if phases:
+            record["phases"] = phases
         if cuda:
             torch.cuda.synchronize()
             free, total = torch.cuda.mem_get_info()
