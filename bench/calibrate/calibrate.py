@@ -122,7 +122,7 @@ class Run:
         with open(os.path.join(folder, "config.json")) as f:
             self.config = json.load(f)
         self.workload = read_yaml(os.path.join(folder, "workload.yaml"))
-        self.cluster = read_yaml(os.path.join(folder, "cluster.yaml"))
+        read_yaml(os.path.join(folder, "cluster.yaml"))  # checked only: a record names the GPU it ran on
         self.layout = read_layout(os.path.join(folder, "layout.txt"))
         lay, w = self.layout, self.workload
         self.framework = lay.get("framework", "hf")
@@ -311,7 +311,7 @@ def wrap_checkpoint(run, model, torch):
     kwargs = {"preserve_rng_state": False}
     if run.ac == "selective":
         from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
-        keep = {eval("torch.ops." + name, {"torch": torch}) for name in SAC_KEEP if _has_op(torch, name)}
+        keep = {op for op in (_op(torch, name) for name in SAC_KEEP) if op is not None}
         mm = torch.ops.aten.mm.default
 
         def context_fn():
@@ -331,12 +331,15 @@ def wrap_checkpoint(run, model, torch):
         layers[i] = checkpoint_wrapper(layers[i], **kwargs)
 
 
-def _has_op(torch, name):
+def _op(torch, name):
+    """torch.ops.<name>, or None where this torch build lacks it."""
+    op = torch.ops
     try:
-        eval("torch.ops." + name, {"torch": torch})
-        return True
+        for part in name.split("."):
+            op = getattr(op, part)
+        return op
     except (AttributeError, RuntimeError):
-        return False
+        return None
 
 
 def apply_fsdp(run, model, mesh, torch):

@@ -103,7 +103,7 @@ def run_case(binary, folder, timeout):
 
 def summarize(rows):
     s = {"cases": len(rows), "rejected": [], "optimistic": [], "pessimistic": []}
-    mem, reserved, time_ = [], [], []
+    mem, reserved, reserved_signed, time_ = [], [], [], []
     fit_cases = fit_agree = 0
     worst_under, worst_under_id = 0.0, ""
     for r in rows:
@@ -131,15 +131,15 @@ def summarize(rows):
                 worst_under, worst_under_id = -r["mem_error"], r["id"]
         if "reserved_error" in r:
             reserved.append(abs(r["reserved_error"]))
-            s["reserved_worst_under"] = max(s.get("reserved_worst_under", 0.0), -r["reserved_error"])
+            reserved_signed.append(r["reserved_error"])
         if "time_error" in r:
             time_.append(abs(r["time_error"]))
-    s.setdefault("reserved_worst_under", 0.0)
     s.update(fit_cases=fit_cases, fit_agree=fit_agree, fit_agreement=fit_agree / fit_cases if fit_cases else 1.0,
              memory_scored=len(mem), memory_median=percentile(mem, 0.5), memory_p90=percentile(mem, 0.9),
              worst_under_prediction=worst_under, worst_under_id=worst_under_id,
              reserved_scored=len(reserved), reserved_median=percentile(reserved, 0.5),
-             reserved_worst=max(reserved, default=0.0), time_scored=len(time_),
+             reserved_worst=max(reserved, default=0.0),
+             reserved_worst_under=max([0.0] + [-e for e in reserved_signed]), time_scored=len(time_),
              time_median=percentile(time_, 0.5), time_p90=percentile(time_, 0.9))
     return s
 
