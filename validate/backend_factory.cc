@@ -1,9 +1,6 @@
+#include "validate/cuda_backend.h"
 #include "validate/device_backend.h"
 #include "validate/host_backend.h"
-
-#if SP_HAVE_CUDA
-#include "validate/cuda_backend.h"
-#endif
 
 namespace shardplan::validate {
 
@@ -12,13 +9,7 @@ StatusOr<std::unique_ptr<DeviceBackend>> MakeBackend(std::string_view name, int6
   if (name != "cuda") {
     return Status::BadInput("--backend " + std::string(name) + ": expected cuda or host");
   }
-#if SP_HAVE_CUDA
   return MakeCudaBackend();
-#else
-  return Status::Internal(
-      "--backend cuda: this build has no CUDA (CMake found no CUDA toolkit or NCCL); "
-      "rebuild with them, or rehearse with --backend host");
-#endif
 }
 
 }  // namespace shardplan::validate

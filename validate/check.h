@@ -1,5 +1,5 @@
 // Check helpers: every CUDA, NCCL and MPI call in validate/ goes through one of the
-// SP_*_CHECK macros (cuda_backend.cu, communicator_mpi.cc), which turn a failed call into a
+// SP_*_CHECK macros (cuda_backend.cc, communicator_mpi.cc), which turn a failed call into a
 // Status naming the call, its file:line, the host and the error string -- nccl-tests'
 // CUDACHECK idea, returned instead of printed.
 #pragma once

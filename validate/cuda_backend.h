@@ -1,7 +1,8 @@
-// CudaBackend: the DeviceBackend on a real GPU -- cudaMalloc'd and cudaMemset shards, NCCL
-// communicators split from one world communicator, collectives timed with CUDA events, and
-// memory read with cudaMemGetInfo (plus NVML's per-process figure where it loads).
-// Built only when CMake finds CUDA and NCCL (SP_HAVE_CUDA); this header needs neither.
+// CudaBackend: the DeviceBackend on a real GPU -- cuMemAlloc'd and zeroed shards in the
+// device's primary context, NCCL communicators split from one world communicator, collectives
+// timed with CUDA events, and memory read with cuMemGetInfo (plus NVML's per-process figure
+// where it loads). The driver library and NCCL load when it opens (validate/cuda_api.h), so
+// every build has it; where they do not load, Open says why.
 //
 // NCCL runs non-blocking (ncclConfig_t::blocking = 0): every wait polls
 // ncclCommGetAsyncError against the Deadline and aborts the communicators when it passes,
@@ -15,11 +16,5 @@
 namespace shardplan::validate {
 
 std::unique_ptr<DeviceBackend> MakeCudaBackend();
-
-// cudaGetDeviceCount's codes for "no usable GPU": cudaErrorInsufficientDriver (35, a toolkit
-// without a driver) and cudaErrorNoDevice (100). The worker reports these as an environment
-// error that suggests --backend host; GPU tests skip on them.
-constexpr int kCudaErrorInsufficientDriver = 35;
-constexpr int kCudaErrorNoDevice = 100;
 
 }  // namespace shardplan::validate

@@ -47,7 +47,7 @@ struct Failure {
   std::string term;               // term, or "scratch for <collective>", or "collective <name>"
   int64_t bytes = 0;              // that allocation's bytes (0 for a collective)
   int64_t used_bytes = 0;         // usage when it happened (for an allocation: before it)
-  std::string detail;             // the backend's message, e.g. cudaMalloc's error
+  std::string detail;             // the backend's message, e.g. cuMemAlloc's error
 };
 
 struct RankResult {

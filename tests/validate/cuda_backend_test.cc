@@ -1,5 +1,5 @@
-// The CUDA backend on a real GPU (label `gpu`); skips where cudaGetDeviceCount says there
-// is none (35: no driver, 100: no device).
+// The CUDA backend on a real GPU (label `gpu`); skips where Open finds no usable GPU (no
+// driver library, or a driver that sees no device).
 #include "validate/cuda_backend.h"
 
 #include <gtest/gtest.h>
