@@ -268,6 +268,9 @@ Status Document::CheckMisspelledKeys(const YAML::Node& map, const std::vector<st
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    // transformers writes private attributes with a leading underscore (_name_or_path,
+    // transformers 5's _sliding_window_pattern beside layer_types): never a misspelling.
+    if (!key.empty() && key[0] == '_') continue;
     std::string hint = Suggest(key, known);
     if (!hint.empty() && !map[hint].IsDefined())
       return ErrorAt(it->first, "unknown key '" + key + "', did you mean '" + hint + "'?");

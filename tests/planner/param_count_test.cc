@@ -905,6 +905,16 @@ TEST(Families, Gemma3Text1b) {
     "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"dtype":"bfloat16"})");
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(CountParams(*m).total, 999'885'952);
+  // The same config as transformers 5 saves it: its private _sliding_window_pattern beside
+  // layer_types (five sliding layers, then a global one) is no misspelling.
+  std::string types;
+  for (int i = 0; i < 26; ++i) types += std::string(i ? "," : "") + ((i + 1) % 6 ? "\"sliding_attention\"" : "\"full_attention\"");
+  auto saved = FromJson(R"({"model_type":"gemma3_text","hidden_size":1152,"intermediate_size":6912,"num_hidden_layers":26,
+    "num_attention_heads":4,"num_key_value_heads":1,"head_dim":256,"vocab_size":262144,"dtype":"bfloat16",
+    "sliding_window":512,"_sliding_window_pattern":6,"_name_or_path":"google/gemma-3-1b-pt","layer_types":[)" + types + "]}");
+  ASSERT_TRUE(saved.ok()) << saved.status().message();
+  EXPECT_EQ(CountParams(*saved).total, 999'885'952);
+  EXPECT_EQ(saved->sliding_window_pattern, 6);
 }
 
 // Llama-3.2-1B (tied, head_dim 64): 1,235,814,400.
