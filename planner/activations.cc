@@ -11,9 +11,6 @@
 namespace shardplan {
 namespace {
 
-// Capacity factor for MoE token routing: dropless routers are unbounded; plan for the
-// busiest rank's imbalance over perfectly balanced routing.
-constexpr double kMoeCapacity = defaults::kMoeImbalance;
 
 bool HfStyle(const Layout& l) {
   return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
@@ -91,7 +88,7 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(ctx, static_cast<double>(m.intermediate), d.gi) / d.t;
   // MoE per EP rank with balanced routing: router logits/probs in fp32, the permuted tokens
   // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
-  const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
+  const double k = static_cast<double>(m.experts_per_token) * defaults::MoeImbalance(ctx.l.ep);
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts) / d.sp_div;
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
   // The permuted tokens (the experts' fc1 input), their intermediates, and -- where the
@@ -180,7 +177,7 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
     drop += 2 * sb * static_cast<double>(m.heads) *
             static_cast<double>(2 * (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim) / d.t;
   if (moe) {
-    const double k = static_cast<double>(m.experts_per_token) * kMoeCapacity;
+    const double k = static_cast<double>(m.experts_per_token) * defaults::MoeImbalance(ctx.l.ep);
     const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
     const double shared = static_cast<double>(m.shared_experts * m.shared_intermediate);
     const double norm_pair = NormPair(d) * sb * d.h / d.sp_div;
@@ -194,6 +191,28 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
     drop += sb * MlpInner(ctx, static_cast<double>(m.intermediate), d.gi) / d.t;
   }
   return drop;
+}
+
+// Gemma's and OLMo 2/3's RMSNorm multiply by the weight in fp32, then cast (transformers'
+// GemmaRMSNorm, Olmo2RMSNorm); llama's and the others' cast first.
+bool NormWeightInFp32(const ModelSpec& m) {
+  const std::string& t = m.model_type;
+  return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3";
+}
+
+// Per-head q and k norms (Qwen3, Gemma 3) or whole-width ones (OLMo 2): each keeps its input,
+// the q or k projection's output, and an fp32 rstd per head (per token for whole-width
+// norms). HF's RMSNorm keeps the fp32 upcast of that input instead, and beside it the
+// normalized tensor its weight's grad reads, bf16, or fp32 where the weight applies in fp32.
+// (Measured: a 2-layer Qwen3 of width 512 saves 3,880 B per token per layer more than the
+// same Llama, autograd's saved tensors counted on the CPU.)
+double QkNormBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, bool hf_norms) {
+  const ModelSpec& m = ctx.m;
+  if ((!m.qk_norm && !m.qk_norm_whole) || !m.has_attention(layer) || m.attention != AttentionKind::kGqa) return 0;
+  const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
+  const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;
+  const double per = hf_norms ? 4 + (NormWeightInFp32(m) ? 4 : 2) : 2;
+  return d.s * d.b * (per * width + 4 * rows);
 }
 
 }  // namespace
@@ -212,8 +231,20 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
   // compiled, the upcast is fused into the norm and recomputed.
   const int block_norms = m.is_hybrid() ? m.sub_blocks(layer) : m.norms_per_layer;
-  double norms = HfStyle(ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile
-                     ? block_norms * 4 * d.s * d.b * d.h / d.sp_div : 0;
+  const bool hf_norms = HfStyle(ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile;
+  const double sbh = d.s * d.b * d.h / d.sp_div;
+  double norms = hf_norms ? block_norms * 4 * sbh : 0;
+  if (hf_norms) {
+    // What each norm's weight grad reads, the normalized tensor, is priced above as the bf16
+    // input of the projection after it. Gemma's and OLMo 2's norms apply the weight in fp32
+    // and cast after (modeling_gemma.py GemmaRMSNorm: (1 + w) * x in fp32; Olmo2RMSNorm), so
+    // theirs is fp32: 2sbh more. Gemma 2/3's norms after the attention and MLP outputs feed
+    // the residual add, which saves nothing: their normalized tensor comes on top, 2 or 4 B.
+    const bool fp32_weight = NormWeightInFp32(m);
+    const int post = std::max(0, block_norms - m.sub_blocks(layer));
+    norms += ((block_norms - post) * (fp32_weight ? 2 : 0) + post * (fp32_weight ? 4 : 2)) * sbh;
+  }
+  norms += QkNormBytes(ctx, layer, d, hf_norms);
   double total = attn + mlp + norms;
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's

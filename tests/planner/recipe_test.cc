@@ -558,7 +558,10 @@ TEST(Recipe, MegatronRecomputeModules) {
   const int64_t core = acts("");
   const double per_layer = 8 * 1.1 * 4096 * 2 * 768.0;
   EXPECT_NEAR(core - acts(",ac_modules=core_attn/moe_act"), 48 * per_layer, 48 * 64.0);
-  EXPECT_LT(acts(",ac_modules=moe"), core / 3);  // attention's saved tensors and the MoE input remain
+  // moe keeps attention's saved tensors (q, k, v, the q/k norms' inputs, the output) and the
+  // MoE input: 36.6% of what selective recomputation keeps, where the MoE layer is most of it.
+  EXPECT_LT(acts(",ac_modules=moe"), core * 0.4);
+  EXPECT_GT(acts(",ac_modules=moe"), core * 0.3);
 }
 
 // ZeRO-Inference (DeepSpeed blog, 2022-09-10, Table 2): OPT-30B in fp16 served from CPU

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""What transformers' own modeling code keeps for backward, per token per decoder layer,
+beside what shardplan prices for it: a check of the activation formulas that needs no GPU.
+
+    saved_activations.py --shardplan BIN [--families llama,qwen3,...] [--tolerance 0.005] [--verbose]
+
+Each family is built from a tiny config (2 layers, width 512, 8 query heads and 2 KV heads of
+64, FFN 1408, 4 experts top-2 for the MoE ones) with random weights in bf16, and one forward
+and loss run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU. Every tensor autograd
+saves is counted once per storage (saved_tensors_hooks); the second layer's are divided by
+its 600 tokens. That is the bf16 model a pure-bf16 run or FSDP's bf16 parameters give.
+shardplan prices the same config.json with framework=fsdp (model code from transformers), one
+GPU, micro-batch 3 of 200 tokens, no recomputation: its `activations` term over the 2 layers.
+
+The element-wise parts (norms, q/k norms, MLPs, routing) are Python-level ops that save the
+same tensors on any device. The attention kernel is the CPU's flash kernel, which keeps what
+CUDA's does (q, k, v, the output and an fp32 log-sum-exp per head).
+
+Exit status: 0 when every family is within the tolerance, 1 when one is not, 2 when a family
+cannot be built or priced.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BATCH, SEQ = 3, 200
+COMMON = dict(vocab_size=1024, hidden_size=512, intermediate_size=1408, num_hidden_layers=2,
+              num_attention_heads=8, num_key_value_heads=2, head_dim=64, max_position_embeddings=4096,
+              tie_word_embeddings=False)
+MOE = dict(num_experts_per_tok=2)
+
+
+def make_config(family):
+    import transformers as tf
+    if family == "llama":
+        return tf.LlamaConfig(**COMMON)
+    if family == "mistral":
+        return tf.MistralConfig(**COMMON)
+    if family == "qwen2":
+        return tf.Qwen2Config(**COMMON)
+    if family == "qwen3":
+        return tf.Qwen3Config(**COMMON)
+    if family == "gemma":
+        return tf.GemmaConfig(**COMMON)
+    if family == "gemma3":
+        return tf.Gemma3TextConfig(**COMMON, sliding_window=4096)
+    if family == "olmo2":
+        return tf.Olmo2Config(**COMMON)
+    if family == "mixtral":
+        return tf.MixtralConfig(**COMMON, num_local_experts=4, **MOE)
+    if family == "qwen3_moe":
+        return tf.Qwen3MoeConfig(**COMMON, num_experts=4, moe_intermediate_size=704, decoder_sparse_step=1, **MOE)
+    raise SystemExit(f"saved_activations.py: unknown family {family!r}")
+
+
+def measure(family, folder):
+    """Bytes autograd saves per token in the second decoder layer; writes config.json."""
+    import torch
+    import transformers as tf
+    cfg = make_config(family)
+    cfg._attn_implementation = "sdpa"
+    cfg.torch_dtype = "bfloat16"
+    cfg.save_pretrained(folder)
+    torch.manual_seed(0)
+    model = tf.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    model.train()
+    layers = model.model.layers
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen, where = {}, ["outside"]
+
+    def pack(t):
+        storage = t.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes())
+        if key not in seen and storage.data_ptr() not in params:
+            seen[key] = (where[0], storage.nbytes())
+        return t
+
+    for i, layer in enumerate(layers):
+        layer.register_forward_pre_hook(lambda m, a, i=i: where.__setitem__(0, i))
+        layer.register_forward_hook(lambda m, a, o: where.__setitem__(0, "outside"))
+    ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(input_ids=ids, labels=ids)
+    return sum(n for w, n in seen.values() if w == 1) / (BATCH * SEQ)
+
+
+def priced(shardplan, folder):
+    with open(os.path.join(folder, "cluster.yaml"), "w") as f:
+        f.write("name: one\nnodes: 1\ngpus_per_node: 1\ngpu: h100-sxm-80gb\n")
+    with open(os.path.join(folder, "workload.yaml"), "w") as f:
+        f.write(f"task: pretrain\nprecision: bf16\nseq_len: {SEQ}\n")
+    cmd = [shardplan, "estimate", "--model", os.path.join(folder, "config.json"), "--cluster",
+           os.path.join(folder, "cluster.yaml"), "--workload", os.path.join(folder, "workload.yaml"),
+           "--layout", f"framework=fsdp,dp=1,mbs={BATCH},ac=none", "--json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
+    terms = json.loads(p.stdout)["memory"]["per_gpu"]["terms"]
+    return terms["activations"] / COMMON["num_hidden_layers"] / (BATCH * SEQ)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shardplan", required=True)
+    ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,mixtral,qwen3_moe")
+    ap.add_argument("--tolerance", type=float, default=0.015, help="largest |priced / saved - 1| (default 1.5%%)")
+    a = ap.parse_args()
+    worst, rows = 0.0, []
+    for family in a.families.split(","):
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                saved = measure(family, folder)
+                ours = priced(a.shardplan, folder)
+            except Exception as e:  # a family this transformers lacks, or a shardplan error
+                print(f"saved_activations.py: {family}: {e}", file=sys.stderr)
+                return 2
+        error = ours / saved - 1
+        worst = max(worst, abs(error))
+        rows.append((family, saved, ours, error))
+    print(f"{'family':10s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
+    for family, saved, ours, error in rows:
+        flag = "" if abs(error) <= a.tolerance else "  <- over the tolerance"
+        print(f"{family:10s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
+    print(f"worst |error| {100 * worst:.2f}% (tolerance {100 * a.tolerance:.2f}%)")
+    return 0 if worst <= a.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
