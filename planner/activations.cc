@@ -200,6 +200,21 @@ bool NormWeightInFp32(const ModelSpec& m) {
   return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3";
 }
 
+// Linears that read one norm's output: q, k and v (or MLA's q and kv down-projections), or
+// one fused qkv; gate and up, or one fused gate_up, or a plain MLP's fc1; an MoE layer's router.
+int NormReaders(const ModelSpec& m, int64_t layer, bool attention) {
+  const std::string& t = m.model_type;
+  if (attention) {
+    if (m.attention == AttentionKind::kMla) return 2;
+    for (const char* fused : {"gpt2", "gpt_bigcode", "codegen", "gpt_neox", "bloom", "falcon", "chatglm", "mpt", "dbrx",
+                              "phi3", "qwen", "internlm2", "baichuan"})
+      if (t == fused) return 1;
+    return 3;
+  }
+  if (m.is_moe_layer(layer) || m.mlp == MlpKind::kPlain) return 1;
+  return t == "phi3" || t == "glm" || t == "glm4" || t == "chatglm" ? 1 : 2;
+}
+
 // Per-head q and k norms (Qwen3, Gemma 3) or whole-width ones (OLMo 2): each keeps its input,
 // the q or k projection's output, and an fp32 rstd per head (per token for whole-width
 // norms). HF's RMSNorm keeps the fp32 upcast of that input instead, and beside it the
@@ -219,9 +234,11 @@ double QkNormBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, bool 
 
 int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute ac) {
   const Dims d = DimsFor(ctx);
-  const double input = 2 * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
-  if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   const ModelSpec& m = ctx.m;
+  // transformers' model code on fp32 weights under autocast: the residual stream stays fp32.
+  const bool autocast = AutocastFp32Weights(ctx) && HfStyle(ctx.l) && !ctx.r.compile && !m.is_hybrid();
+  const double input = (autocast ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
+  if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE. Falcon-H1 runs
   // attention and Mamba-2 on one normed input, saved once (with the mixer's).
   const bool mixer = m.has_linear_mixer(layer);
@@ -245,6 +262,16 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     norms += ((block_norms - post) * (fp32_weight ? 2 : 0) + post * (fp32_weight ? 4 : 2)) * sbh;
   }
   norms += QkNormBytes(ctx, layer, d, hf_norms);
+  if (autocast) {
+    // Each norm's output is fp32, and every linear that reads it saves its own bf16 cast
+    // (autocast caches casts of weights only): 4 + 4 + 2k B per hidden unit where k linears
+    // read it, in place of the bf16 run's 8 (10 for fp32-weight norms). Llama: +10h per token
+    // per layer, Gemma +6h, Phi-3 (fused qkv and gate_up) +4h, as autograd saves them on the
+    // CPU; the experts of an MoE layer read per-token copies either way, the router casts.
+    const double fp32_weight = hf_norms && NormWeightInFp32(m) ? 2 : 0;
+    if (m.has_attention(layer)) norms += (2 * NormReaders(m, layer, true) - fp32_weight) * sbh;
+    if (m.has_ffn(layer)) norms += (2 * NormReaders(m, layer, false) - fp32_weight) * sbh;
+  }
   double total = attn + mlp + norms;
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's

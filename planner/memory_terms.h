@@ -45,6 +45,11 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
 // Working-weight bytes per element in training (what the forward reads): fp32 runs 4, every
 // lower precision keeps 16-bit weights (fp8 quantizes on the fly).
 inline double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
+
+// The forward runs on fp32 weights under bf16/fp16 autocast: one GPU or DDP (no FSDP
+// parameter cast) with fp32 master weights, a full fine-tune or pretraining. autocast then
+// caches a low-precision copy of each weight, and the residual stream stays fp32.
+bool AutocastFp32Weights(const MemoryContext& ctx);
 // Serving: the bytes of this GPU's weights in the layout's format (inference_memory.cc).
 double ServedWeightBytes(const MemoryContext& ctx, const StageShape& s);
 // CUDA context, NCCL communicators, cuBLAS workspaces (overheads.cc).

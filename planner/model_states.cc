@@ -178,7 +178,7 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   }
   const double unit = wb * static_cast<double>(s.layer_params);
   if (l.zero == 0) {
-    if (MixedPrecision(ctx))
+    if (AutocastFp32Weights(ctx))
       Add(out, "autocast_weight_cache", wb * st.params, Phase::kForward, Phase::kBackward,
           "autocast caches a bf16 copy of every fp32 weight inside the forward region");
     Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
@@ -261,6 +261,12 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
 }
 
 }  // namespace
+
+bool AutocastFp32Weights(const MemoryContext& ctx) {
+  const Framework f = ctx.l.framework;
+  return ctx.w.training() && !ctx.w.lora_like() && (f == Framework::kFsdp || f == Framework::kTorchtitan) &&
+         ctx.l.zero == 0 && MixedPrecision(ctx);
+}
 
 double OptimizerStateBytes(Optimizer o, const ModelSpec& m) {
   const int64_t hidden = m.hidden;

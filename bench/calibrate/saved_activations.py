@@ -2,19 +2,27 @@
 """What transformers' own modeling code keeps for backward, per token per decoder layer,
 beside what shardplan prices for it: a check of the activation formulas that needs no GPU.
 
-    saved_activations.py --shardplan BIN [--families llama,qwen3,...] [--tolerance 0.005] [--verbose]
+    saved_activations.py --shardplan BIN [--families llama,qwen3,...] [--autocast-families ...]
+                         [--tolerance 0.015]
 
 Each family is built from a tiny config (2 layers, width 512, 8 query heads and 2 KV heads of
-64, FFN 1408, 4 experts top-2 for the MoE ones) with random weights in bf16, and one forward
-and loss run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU. Every tensor autograd
-saves is counted once per storage (saved_tensors_hooks); the second layer's are divided by
-its 600 tokens. That is the bf16 model a pure-bf16 run or FSDP's bf16 parameters give.
-shardplan prices the same config.json with framework=fsdp (model code from transformers), one
-GPU, micro-batch 3 of 200 tokens, no recomputation: its `activations` term over the 2 layers.
+64, FFN 1408, 4 experts top-2 for the MoE ones) with random weights, and one forward and loss
+run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU. Every tensor autograd saves
+is counted once per storage (saved_tensors_hooks); the second layer's are divided by its 600
+tokens. Two regimes:
+  bf16      the model in bf16, as pure-bf16 training or FSDP's bf16 parameters run it;
+            shardplan: framework=fsdp,zero=3 (FSDP, model code from transformers);
+  autocast  the model in fp32 under bf16 autocast, as one GPU or DDP with fp32 master weights
+            runs it; shardplan: framework=fsdp,zero=0 on an fp32 config.json.
+shardplan prices the same config.json on one GPU, micro-batch 3 of 200 tokens, no
+recomputation: its `activations` term over the 2 layers. The casts autocast caches of each
+weight are its `autocast_weight_cache` term, not counted here.
 
 The element-wise parts (norms, q/k norms, MLPs, routing) are Python-level ops that save the
 same tensors on any device. The attention kernel is the CPU's flash kernel, which keeps what
-CUDA's does (q, k, v, the output and an fp32 log-sum-exp per head).
+CUDA's does (q, k, v, the output and an fp32 log-sum-exp per head). Left out, as the CPU and
+CUDA differ there: MoE under autocast (the CPU runs the grouped expert GEMMs in fp32, CUDA in
+bf16) and Phi-3 (its attention output is copied once more for o_proj on the CPU).
 
 Exit status: 0 when every family is within the tolerance, 1 when one is not, 2 when a family
 cannot be built or priced.
@@ -56,16 +64,18 @@ def make_config(family):
     raise SystemExit(f"saved_activations.py: unknown family {family!r}")
 
 
-def measure(family, folder):
+def measure(family, folder, autocast):
     """Bytes autograd saves per token in the second decoder layer; writes config.json."""
     import torch
     import transformers as tf
     cfg = make_config(family)
     cfg._attn_implementation = "sdpa"
-    cfg.torch_dtype = "bfloat16"
+    cfg.torch_dtype = "float32" if autocast else "bfloat16"
     cfg.save_pretrained(folder)
     torch.manual_seed(0)
-    model = tf.AutoModelForCausalLM.from_config(cfg).to(torch.bfloat16)
+    model = tf.AutoModelForCausalLM.from_config(cfg)
+    if not autocast:
+        model = model.to(torch.bfloat16)
     model.train()
     layers = model.model.layers
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -82,19 +92,27 @@ def measure(family, folder):
         layer.register_forward_pre_hook(lambda m, a, i=i: where.__setitem__(0, i))
         layer.register_forward_hook(lambda m, a, o: where.__setitem__(0, "outside"))
     ids = torch.randint(0, cfg.vocab_size, (BATCH, SEQ))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model(input_ids=ids, labels=ids)
+    # autocast's cached weight casts have a parameter's shape (or its transpose); activations
+    # here never do (600 rows).
+    shapes = {tuple(p.shape) for p in model.parameters()} | {tuple(p.shape[::-1]) for p in model.parameters()}
+
+    def pack_activation(t):
+        return t if tuple(t.shape) in shapes else pack(t)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack_activation, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            model(input_ids=ids, labels=ids)
     return sum(n for w, n in seen.values() if w == 1) / (BATCH * SEQ)
 
 
-def priced(shardplan, folder):
+def priced(shardplan, folder, autocast):
     with open(os.path.join(folder, "cluster.yaml"), "w") as f:
         f.write("name: one\nnodes: 1\ngpus_per_node: 1\ngpu: h100-sxm-80gb\n")
     with open(os.path.join(folder, "workload.yaml"), "w") as f:
         f.write(f"task: pretrain\nprecision: bf16\nseq_len: {SEQ}\n")
     cmd = [shardplan, "estimate", "--model", os.path.join(folder, "config.json"), "--cluster",
            os.path.join(folder, "cluster.yaml"), "--workload", os.path.join(folder, "workload.yaml"),
-           "--layout", f"framework=fsdp,dp=1,mbs={BATCH},ac=none", "--json"]
+           "--layout", f"framework=fsdp,dp=1,zero={0 if autocast else 3},mbs={BATCH},ac=none", "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -106,24 +124,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shardplan", required=True)
     ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,mixtral,qwen3_moe")
+    ap.add_argument("--autocast-families", default="llama,qwen3,gemma,gemma3")
     ap.add_argument("--tolerance", type=float, default=0.015, help="largest |priced / saved - 1| (default 1.5%%)")
     a = ap.parse_args()
     worst, rows = 0.0, []
-    for family in a.families.split(","):
+    runs = [(f, False) for f in a.families.split(",") if f] + [(f, True) for f in a.autocast_families.split(",") if f]
+    for family, autocast in runs:
         with tempfile.TemporaryDirectory() as folder:
             try:
-                saved = measure(family, folder)
-                ours = priced(a.shardplan, folder)
+                saved = measure(family, folder, autocast)
+                ours = priced(a.shardplan, folder, autocast)
             except Exception as e:  # a family this transformers lacks, or a shardplan error
                 print(f"saved_activations.py: {family}: {e}", file=sys.stderr)
                 return 2
         error = ours / saved - 1
         worst = max(worst, abs(error))
-        rows.append((family, saved, ours, error))
-    print(f"{'family':10s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
-    for family, saved, ours, error in rows:
+        rows.append((family, "autocast" if autocast else "bf16", saved, ours, error))
+    print(f"{'family':10s} {'regime':8s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
+    for family, regime, saved, ours, error in rows:
         flag = "" if abs(error) <= a.tolerance else "  <- over the tolerance"
-        print(f"{family:10s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
+        print(f"{family:10s} {regime:8s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
     print(f"worst |error| {100 * worst:.2f}% (tolerance {100 * a.tolerance:.2f}%)")
     return 0 if worst <= a.tolerance else 1
 
