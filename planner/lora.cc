@@ -152,6 +152,26 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
   return lora.rank * sum;
 }
 
+AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
+  AdapterInputs a;
+  if (m.is_hybrid()) return a;
+  const int64_t h = m.hidden, q = m.q_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
+  auto role = [&](std::string_view t) {  // llama's names, as RoleParams counts them
+    if (t == "q_proj" || t == "k_proj" || t == "v_proj" || t == "gate_proj" || t == "up_proj") a.modules += 1, a.inputs += h;
+    if (t == "o_proj") a.modules += 1, a.inputs += q;
+    if (t == "down_proj") a.modules += 1, a.inputs += f;
+    if (t == "all-linear") a.modules += 7, a.inputs += 5 * h + q + f;
+  };
+  const std::vector<NamedLinear> named = FamilyLinears(m, layer);
+  for (const std::string& t : lora.targets) {
+    bool matched = false;
+    for (const NamedLinear& n : named)
+      if (t == "all-linear" || t == n.name) a.modules += 1, a.inputs += n.in, matched = true;
+    if (!matched) role(t);
+  }
+  return a;
+}
+
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
   if (m.layers <= 0) return 0;
   // Layers differ only by their block letter and whether their FFN is an MoE: each such kind

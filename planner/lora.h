@@ -16,6 +16,14 @@ namespace shardplan {
 // o_proj, gate_proj, up_proj, down_proj), which stand for those roles in any family.
 int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
 
+// The Linear modules of one layer that the targets adapt, and the sum of their input widths:
+// what peft's LoRA layers keep copies of (planner/activations.cc). Hybrid layers give none.
+struct AdapterInputs {
+  int64_t modules = 0;
+  int64_t inputs = 0;
+};
+AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
+
 // The same, averaged over the model's layers (the time model prices a stage by its layer count).
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora);
 

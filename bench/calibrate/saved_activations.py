@@ -13,7 +13,10 @@ tokens. Two regimes:
   bf16      the model in bf16, as pure-bf16 training or FSDP's bf16 parameters run it;
             shardplan: framework=fsdp,zero=3 (FSDP, model code from transformers);
   autocast  the model in fp32 under bf16 autocast, as one GPU or DDP with fp32 master weights
-            runs it; shardplan: framework=fsdp,zero=0 on an fp32 config.json.
+            runs it; shardplan: framework=fsdp,zero=0 on an fp32 config.json;
+  lora      the bf16 model under peft's LoRA (r 8, adapters in fp32 as peft makes them) and
+            bf16 autocast, as HF Trainer runs it; shardplan: framework=hf, task: lora, with
+            the same rank and target modules.
 shardplan prices the same config.json on one GPU, micro-batch 3 of 200 tokens, no
 recomputation: its `activations` term over the 2 layers. The casts autocast caches of each
 weight are its `autocast_weight_cache` term, not counted here.
@@ -64,20 +67,26 @@ def make_config(family):
     raise SystemExit(f"saved_activations.py: unknown family {family!r}")
 
 
-def measure(family, folder, autocast):
+LORA_RANK = 8
+
+
+def measure(family, folder, regime, targets=None):
     """Bytes autograd saves per token in the second decoder layer; writes config.json."""
     import torch
     import transformers as tf
     cfg = make_config(family)
     cfg._attn_implementation = "sdpa"
-    cfg.torch_dtype = "float32" if autocast else "bfloat16"
+    cfg.torch_dtype = "float32" if regime == "autocast" else "bfloat16"
     cfg.save_pretrained(folder)
     torch.manual_seed(0)
     model = tf.AutoModelForCausalLM.from_config(cfg)
-    if not autocast:
+    if regime != "autocast":
         model = model.to(torch.bfloat16)
-    model.train()
     layers = model.model.layers
+    if regime == "lora":
+        import peft
+        model = peft.get_peft_model(model, peft.LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets))
+    model.train()
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen, where = {}, ["outside"]
 
@@ -100,19 +109,23 @@ def measure(family, folder, autocast):
         return t if tuple(t.shape) in shapes else pack(t)
 
     with torch.autograd.graph.saved_tensors_hooks(pack_activation, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=regime != "bf16"):
             model(input_ids=ids, labels=ids)
     return sum(n for w, n in seen.values() if w == 1) / (BATCH * SEQ)
 
 
-def priced(shardplan, folder, autocast):
+def priced(shardplan, folder, regime, targets=None):
     with open(os.path.join(folder, "cluster.yaml"), "w") as f:
         f.write("name: one\nnodes: 1\ngpus_per_node: 1\ngpu: h100-sxm-80gb\n")
     with open(os.path.join(folder, "workload.yaml"), "w") as f:
-        f.write(f"task: pretrain\nprecision: bf16\nseq_len: {SEQ}\n")
+        if regime == "lora":
+            f.write(f"task: lora\nprecision: bf16\nseq_len: {SEQ}\nlora: {{rank: {LORA_RANK}, targets: [{', '.join(targets)}]}}\n")
+        else:
+            f.write(f"task: pretrain\nprecision: bf16\nseq_len: {SEQ}\n")
+    layout = {"bf16": "framework=fsdp,zero=3", "autocast": "framework=fsdp,zero=0", "lora": "framework=hf"}[regime]
     cmd = [shardplan, "estimate", "--model", os.path.join(folder, "config.json"), "--cluster",
            os.path.join(folder, "cluster.yaml"), "--workload", os.path.join(folder, "workload.yaml"),
-           "--layout", f"framework=fsdp,dp=1,zero={0 if autocast else 3},mbs={BATCH},ac=none", "--json"]
+           "--layout", f"{layout},dp=1,mbs={BATCH},ac=none", "--json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -125,25 +138,33 @@ def main():
     ap.add_argument("--shardplan", required=True)
     ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,mixtral,qwen3_moe")
     ap.add_argument("--autocast-families", default="llama,qwen3,gemma,gemma3")
+    ap.add_argument("--lora", default="llama:all,llama:q_proj/v_proj,qwen3:all,gemma:all",
+                    help="family:targets, targets / separated or all (the seven projections)")
     ap.add_argument("--tolerance", type=float, default=0.015, help="largest |priced / saved - 1| (default 1.5%%)")
     a = ap.parse_args()
     worst, rows = 0.0, []
-    runs = [(f, False) for f in a.families.split(",") if f] + [(f, True) for f in a.autocast_families.split(",") if f]
-    for family, autocast in runs:
+    seven = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    runs = [(f, "bf16", None) for f in a.families.split(",") if f]
+    runs += [(f, "autocast", None) for f in a.autocast_families.split(",") if f]
+    for entry in (e for e in a.lora.split(",") if e):
+        family, _, targets = entry.partition(":")
+        runs.append((family, "lora", seven if targets in ("", "all") else targets.split("/")))
+    for family, regime, targets in runs:
         with tempfile.TemporaryDirectory() as folder:
             try:
-                saved = measure(family, folder, autocast)
-                ours = priced(a.shardplan, folder, autocast)
+                saved = measure(family, folder, regime, targets)
+                ours = priced(a.shardplan, folder, regime, targets)
             except Exception as e:  # a family this transformers lacks, or a shardplan error
-                print(f"saved_activations.py: {family}: {e}", file=sys.stderr)
+                print(f"saved_activations.py: {family} ({regime}): {e}", file=sys.stderr)
                 return 2
         error = ours / saved - 1
         worst = max(worst, abs(error))
-        rows.append((family, "autocast" if autocast else "bf16", saved, ours, error))
-    print(f"{'family':10s} {'regime':8s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
+        what = regime if regime != "lora" or targets == seven else "lora " + "/".join(targets)
+        rows.append((family, what, saved, ours, error))
+    print(f"{'family':10s} {'regime':20s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
     for family, regime, saved, ours, error in rows:
         flag = "" if abs(error) <= a.tolerance else "  <- over the tolerance"
-        print(f"{family:10s} {regime:8s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
+        print(f"{family:10s} {regime:20s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
     print(f"worst |error| {100 * worst:.2f}% (tolerance {100 * a.tolerance:.2f}%)")
     return 0 if worst <= a.tolerance else 1
 
