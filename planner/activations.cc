@@ -294,9 +294,13 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // tensor, not down_proj's input. Counted on the CPU: a 2-layer Llama of width 512 with
     // all seven projections adapted at r 8 saves 24,216 B per token per layer, where the same
     // model fully trained saves 22,056.
+    // With lora_dropout > 0 each adapted input also passes a dropout, whose CUDA kernel
+    // (native_dropout) saves a 1-byte bool mask per element for backward; lora_A then saves
+    // its bf16 cast of the dropped input in place of the undropped one.
     const AdapterInputs a = AdapterInputsPerLayer(m, ctx.w.lora, layer);
     const double sb = d.s * d.b;
-    total += sb * (2 * static_cast<double>(a.inputs) + 2 * static_cast<double>(ctx.w.lora.rank * a.modules)) / d.t;
+    const double per_input = 2 + (ctx.w.lora.dropout > 0 ? 1 : 0);
+    total += sb * (per_input * static_cast<double>(a.inputs) + 2 * static_cast<double>(ctx.w.lora.rank * a.modules)) / d.t;
     total -= 2 * NormPair(d) * sbh + d.gi * sb * static_cast<double>(m.intermediate) / d.t;
   }
   if (ac == Recompute::kSelective) {

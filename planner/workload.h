@@ -54,6 +54,7 @@ struct LoraSpec {
   int64_t rank = 16;                         // r
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj",
                                       "gate_proj", "up_proj", "down_proj"};
+  double dropout = 0;                        // lora_dropout: peft's dropout before each lora_A
   bool operator==(const LoraSpec&) const = default;
 };
 

@@ -19,13 +19,23 @@ Status ReadDtypeKey(const Document& doc, const YAML::Node& map, const char* key,
   return Status::Ok();
 }
 
-Status ReadLora(const Document& doc, const YAML::Node& node, LoraSpec& lora) {
-  SP_RETURN_IF_ERROR(doc.ExpectMap(node, "lora"));
-  SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"rank", "targets", "alpha"}));
+// peft's LoraConfig names, so a config can be pasted as it is (r=16, lora_alpha=32,
+// target_modules="all-linear", lora_dropout=0.05).
+static const Document::Synonyms kLoraSynonyms = {
+    {"r", "rank"}, {"lora_alpha", "alpha"}, {"target_modules", "targets"}, {"lora_dropout", "dropout"}};
+
+Status ReadLora(const Document& doc, const YAML::Node& given, LoraSpec& lora) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(given, "lora"));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"rank", "targets", "alpha", "dropout"}, kLoraSynonyms));
+  SP_ASSIGN_OR_RETURN(const YAML::Node node, doc.WithOurNames(given, kLoraSynonyms));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> rank, doc.Int(node, "rank", 1, 65536));
   if (rank) lora.rank = *rank;
+  SP_ASSIGN_OR_RETURN(std::optional<double> dropout, doc.Number(node, "dropout", 0, 0.999));
+  if (dropout) lora.dropout = *dropout;
   YAML::Node targets = node["targets"];
-  if (targets.IsDefined()) {
+  if (targets.IsDefined() && targets.IsScalar() && !targets.Scalar().empty()) {
+    lora.targets = {targets.Scalar()};  // peft's target_modules="all-linear", or one module
+  } else if (targets.IsDefined()) {
     if (!targets.IsSequence() || targets.size() == 0)
       return doc.ErrorAt(targets, "targets: expected a list of module names like [q_proj, v_proj]");
     lora.targets.clear();
@@ -249,7 +259,9 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
-  out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]}\n";
+  std::string dropout;
+  if (w.lora.dropout > 0) dropout = ", dropout: " + ShortestNumber(w.lora.dropout);
+  out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]" + dropout + "}\n";
   const std::string util = ShortestNumber(w.inference.gpu_memory_utilization);
   out += p + "inference: {batch: " + std::to_string(w.inference.batch) + ", prompt_len: " +
          std::to_string(w.inference.prompt_len) + ", gen_len: " + std::to_string(w.inference.gen_len) +
