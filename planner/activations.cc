@@ -12,7 +12,6 @@
 namespace shardplan {
 namespace {
 
-
 bool HfStyle(const Layout& l) {
   return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
 }
@@ -66,6 +65,15 @@ double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair)
 double MlpInner(const MemoryContext& ctx, double f, double gi) {
   // torch.compile fuses the pointwise ops and recomputes the cheap ones in backward: a plain
   // MLP saves the activation's input alone; SwiGLU saves what Megatron's fused kernel saves.
+  if (ctx.m.mlp == MlpKind::kPlain && !ctx.r.compile && HfStyle(ctx.l)) {
+    // transformers' own activations: OPT's ReLU saves its output, which is fc2's input too;
+    // gelu_new (NewGELUActivation, 0.5 x (1 + tanh(...)) in Python ops: GPT-2, GPT-J,
+    // GPT-Neo, CodeGen, Phi-1/1.5/2) saves four tensors of the MLP width (x, the tanh,
+    // 0.5 x and 1 + tanh) beside fc2's input.
+    const std::string& t = ctx.m.model_type;
+    if (t == "opt") return gi * f;
+    if (t == "gpt2" || t == "gptj" || t == "gpt_neo" || t == "codegen" || t == "phi") return 8 * f + gi * f;
+  }
   if (ctx.m.mlp == MlpKind::kPlain) return ctx.r.compile ? 2 * f : 2 * f + gi * f;  // activation input, fc2 input
   // Fused SwiGLU saves gate||up (4f) and fc2's input; unfused HF/torchtitan code keeps
   // act(gate), up and their product as well (about 8f in bf16).

@@ -6,7 +6,7 @@ beside what shardplan prices for it: a check of the activation formulas that nee
                          [--tolerance 0.015]
 
 Each family is built from a tiny config (2 layers, width 512, 8 query heads and 2 KV heads of
-64, FFN 1408, 4 experts top-2 for the MoE ones) with random weights, and one forward and loss
+64, FFN 1408, 4 experts top-2 for the MoE ones; OPT: 8 heads, FFN 2048) with random weights, and one forward and loss
 run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU. Every tensor autograd saves
 is counted once per storage (saved_tensors_hooks); the second layer's are divided by its 600
 tokens. Two regimes:
@@ -60,6 +60,10 @@ def make_config(family):
         return tf.Gemma3TextConfig(**COMMON, sliding_window=4096)
     if family == "olmo2":
         return tf.Olmo2Config(**COMMON)
+    if family == "opt":
+        return tf.OPTConfig(vocab_size=1024, hidden_size=512, num_hidden_layers=2, num_attention_heads=8, ffn_dim=2048,
+                            max_position_embeddings=1024, word_embed_proj_dim=512, dropout=0.0, attention_dropout=0.0,
+                            pad_token_id=1, bos_token_id=2, eos_token_id=2)
     if family == "mixtral":
         return tf.MixtralConfig(**COMMON, num_local_experts=4, **MOE)
     if family == "qwen3_moe":
@@ -82,7 +86,8 @@ def measure(family, folder, regime, targets=None):
     model = tf.AutoModelForCausalLM.from_config(cfg)
     if regime != "autocast":
         model = model.to(torch.bfloat16)
-    layers = model.model.layers
+    base = getattr(model, model.base_model_prefix)
+    layers = base.layers if hasattr(base, "layers") else base.decoder.layers  # OPT: model.decoder.layers
     if regime == "lora":
         import peft
         model = peft.get_peft_model(model, peft.LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets))
@@ -136,7 +141,7 @@ def priced(shardplan, folder, regime, targets=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shardplan", required=True)
-    ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,mixtral,qwen3_moe")
+    ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,opt,mixtral,qwen3_moe")
     ap.add_argument("--autocast-families", default="llama,qwen3,gemma,gemma3")
     ap.add_argument("--lora", default="llama:all,llama:q_proj/v_proj,qwen3:all,gemma:all",
                     help="family:targets, targets / separated or all (the seven projections)")
