@@ -121,9 +121,10 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
       for (std::string& t : NameTokens(display.Scalar())) have.push_back(std::move(t));
     bool all = true;
     for (const std::string& t : want) all = all && std::find(have.begin(), have.end(), t) != have.end();
-    // "Ti" and "SUPER" name another card, not a form of the same one: "RTX 3090" is not the
-    // 3090 Ti, so an entry carrying a variant word the name lacks does not match it.
-    for (const char* variant : {"ti", "super"})
+    // "Ti", "SUPER" and "D" name another card, not a form of the same one: "RTX 3090" is not
+    // the 3090 Ti, nor "RTX 4090" the 4090 D, so an entry carrying a variant word the name
+    // lacks does not match it.
+    for (const char* variant : {"ti", "super", "d"})
       all = all && (std::find(have.begin(), have.end(), variant) == have.end() ||
                     std::find(want.begin(), want.end(), variant) != want.end());
     if (!all) continue;

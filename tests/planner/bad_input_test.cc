@@ -283,7 +283,8 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
 }
 
 // The cards fine-tuning reports name (consumer, workstation, older datacenter parts, GH200).
-// "Ti" and "SUPER" are other cards: a bare "3090" is the 3090, not the 3090 Ti. A GH200's
+// "Ti", "SUPER" and "D" are other cards: a bare "3090" is the 3090, not the 3090 Ti, and a
+// bare "4090" not the 4090 D (China's RTX 4090 D, 114 SMs of the 4090's 128). A GH200's
 // printed name carries its host memory, so "GH200 120GB" is the 96 GB HBM3 part, not a
 // 120 GiB card; a bare "GH200" names two memory sizes.
 TEST(ClusterReads, CardsOfFineTuningReports) {
@@ -295,6 +296,8 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
   for (const Case& c : {Case{"NVIDIA GeForce RTX 3060", "rtx-3060-12gb", 12288}, Case{"RTX 3090", "rtx-3090-24gb", 24576},
                         Case{"3090", "rtx-3090-24gb", 24576}, Case{"RTX 3090 Ti", "rtx-3090-ti-24gb", 24564},
                         Case{"4080", "rtx-4080-16gb", 16376}, Case{"RTX 4080 SUPER", "rtx-4080-super-16gb", 16376},
+                        Case{"4090", "rtx-4090-24gb", 24564}, Case{"RTX 4090D", "rtx-4090d-24gb", 24564},
+                        Case{"NVIDIA GeForce RTX 4090 D", "rtx-4090d-24gb", 24564},
                         Case{"4060 Ti 16GB", "rtx-4060-ti-16gb", 16380}, Case{"RTX 2080 Ti", "rtx-2080-ti-11gb", 11264},
                         Case{"A5000", "rtx-a5000-24gb", 24564}, Case{"RTX 4000 Ada", "rtx-4000-ada-20gb", 20475},
                         Case{"L20", "l20-48gb", 46068}, Case{"A30", "a30-24gb", 24576},
