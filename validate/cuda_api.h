@@ -107,7 +107,7 @@ struct Api {
 
   int driver_version = 0;   // the CUDA version the driver serves, 1000 x major + 10 x minor
   int nccl_version = 0;     // NCCL_VERSION_CODE of the library loaded
-  std::string nccl_path;    // where it was loaded from
+  std::string nccl_path;    // where it was loaded from (the report's device line names it)
 };
 
 // The driver library named (the first that loads): "libcuda.so.1" by default.

@@ -143,7 +143,7 @@ Status CudaBackend::Open(int local_rank) {
   const int driver = api_->driver_version;
   name_ = "GPU " + std::to_string(local_rank) + " " + name + " [" + bus + "], CUDA driver " +
           std::to_string(driver / 1000) + "." + std::to_string(driver % 1000 / 10) + ", NCCL " +
-          cuda::NcclVersionText(api_->nccl_version);
+          cuda::NcclVersionText(api_->nccl_version) + " (" + api_->nccl_path + ")";
   SP_CU_CHECK(api_->cuStreamCreate(&stream_, cuda::kCuStreamNonBlocking));
   SP_CU_CHECK(api_->cuEventCreate(&start_, 0));
   SP_CU_CHECK(api_->cuEventCreate(&stop_, 0));

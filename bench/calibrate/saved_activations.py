@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""What transformers' own modeling code keeps for backward, per token per decoder layer,
+"""What transformers' and peft's own code keeps for backward, per token per decoder layer,
 beside what shardplan prices for it: a check of the activation formulas that needs no GPU.
 
     saved_activations.py --shardplan BIN [--families llama,qwen3,...] [--autocast-families ...]
-                         [--tolerance 0.015]
+                         [--lora llama:all,llama:q_proj/v_proj,...] [--tolerance 0.015]
 
 Each family is built from a tiny config (2 layers, width 512, 8 query heads and 2 KV heads of
-64, FFN 1408, 4 experts top-2 for the MoE ones; OPT: 8 heads, FFN 2048) with random weights, and one forward and loss
-run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU. Every tensor autograd saves
-is counted once per storage (saved_tensors_hooks); the second layer's are divided by its 600
-tokens. Two regimes:
+64, FFN 1408, 4 experts top-2 for the MoE ones; OPT: 8 heads, FFN 2048) with random weights,
+and one forward and loss run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU.
+Every tensor autograd saves is counted once per storage (saved_tensors_hooks); the second
+layer's are divided by its 600 tokens. Three regimes:
   bf16      the model in bf16, as pure-bf16 training or FSDP's bf16 parameters run it;
             shardplan: framework=fsdp,zero=3 (FSDP, model code from transformers);
   autocast  the model in fp32 under bf16 autocast, as one GPU or DDP with fp32 master weights
@@ -27,7 +27,7 @@ CUDA's does (q, k, v, the output and an fp32 log-sum-exp per head). Left out, as
 CUDA differ there: MoE under autocast (the CPU runs the grouped expert GEMMs in fp32, CUDA in
 bf16) and Phi-3 (its attention output is copied once more for o_proj on the CPU).
 
-Exit status: 0 when every family is within the tolerance, 1 when one is not, 2 when a family
+Exit status: 0 when every run is within the tolerance, 1 when one is not, 2 when a family
 cannot be built or priced.
 """
 import argparse
