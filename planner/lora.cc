@@ -80,15 +80,33 @@ std::vector<NamedLinear> FamilyLinears(const ModelSpec& m, int64_t layer) {
   return {};
 }
 
-// One role under llama's name, from the widths (the count the planner has always used).
-int64_t RoleParams(const ModelSpec& m, std::string_view t) {
+// One role under llama's name (all seven for all-linear), from the widths.
+std::vector<NamedLinear> RoleLinears(const ModelSpec& m, std::string_view t) {
   const int64_t h = m.hidden, q = m.q_width(), kv = m.kv_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
-  if (t == "q_proj") return h + q;
-  if (t == "k_proj" || t == "v_proj") return h + kv;
-  if (t == "o_proj") return q + h;
-  if (t == "gate_proj" || t == "up_proj" || t == "down_proj") return h + f;
-  if (t == "all-linear") return 2 * (h + q) + 2 * (h + kv) + 3 * (h + f);
-  return 0;
+  if (t == "all-linear")
+    return {{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"o_proj", q, h},
+            {"gate_proj", h, f}, {"up_proj", h, f}, {"down_proj", f, h}};
+  if (t == "q_proj") return {{t, h, q}};
+  if (t == "k_proj" || t == "v_proj") return {{t, h, kv}};
+  if (t == "o_proj") return {{t, q, h}};
+  if (t == "gate_proj" || t == "up_proj") return {{t, h, f}};
+  if (t == "down_proj") return {{t, f, h}};
+  return {};
+}
+
+// The Linear modules of a transformer layer that the targets adapt: the family's own modules
+// a target names (all of them for all-linear), else the llama role it names.
+std::vector<NamedLinear> AdaptedLinears(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
+  const std::vector<NamedLinear> named = FamilyLinears(m, layer);
+  std::vector<NamedLinear> out;
+  for (const std::string& t : lora.targets) {
+    bool matched = false;
+    for (const NamedLinear& n : named)
+      if (t == "all-linear" || t == n.name) out.push_back(n), matched = true;
+    if (!matched)
+      for (const NamedLinear& n : RoleLinears(m, t)) out.push_back(n);
+  }
+  return out;
 }
 
 int64_t HybridLayerParams(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
@@ -141,34 +159,15 @@ int64_t HybridLayerParams(const ModelSpec& m, const LoraSpec& lora, int64_t laye
 
 int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
   if (m.is_hybrid()) return lora.rank * HybridLayerParams(m, lora, layer);
-  const std::vector<NamedLinear> named = FamilyLinears(m, layer);
   int64_t sum = 0;
-  for (const std::string& t : lora.targets) {
-    bool matched = false;
-    for (const NamedLinear& n : named)
-      if (t == "all-linear" || t == n.name) sum += n.in + n.out, matched = true;
-    if (!matched) sum += RoleParams(m, t);
-  }
+  for (const NamedLinear& n : AdaptedLinears(m, lora, layer)) sum += n.in + n.out;
   return lora.rank * sum;
 }
 
 AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
   AdapterInputs a;
   if (m.is_hybrid()) return a;
-  const int64_t h = m.hidden, q = m.q_width(), f = m.is_moe() ? m.expert_intermediate : m.intermediate;
-  auto role = [&](std::string_view t) {  // llama's names, as RoleParams counts them
-    if (t == "q_proj" || t == "k_proj" || t == "v_proj" || t == "gate_proj" || t == "up_proj") a.modules += 1, a.inputs += h;
-    if (t == "o_proj") a.modules += 1, a.inputs += q;
-    if (t == "down_proj") a.modules += 1, a.inputs += f;
-    if (t == "all-linear") a.modules += 7, a.inputs += 5 * h + q + f;
-  };
-  const std::vector<NamedLinear> named = FamilyLinears(m, layer);
-  for (const std::string& t : lora.targets) {
-    bool matched = false;
-    for (const NamedLinear& n : named)
-      if (t == "all-linear" || t == n.name) a.modules += 1, a.inputs += n.in, matched = true;
-    if (!matched) role(t);
-  }
+  for (const NamedLinear& n : AdaptedLinears(m, lora, layer)) a.modules += 1, a.inputs += n.in;
   return a;
 }
 
