@@ -202,11 +202,12 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   return drop;
 }
 
-// Gemma's and OLMo 2/3's RMSNorm multiply by the weight in fp32, then cast (transformers'
-// GemmaRMSNorm, Olmo2RMSNorm); llama's and the others' cast first.
+// Gemma's (VaultGemma's) and OLMo 2/3's (FlexOlmo's) RMSNorm multiply by the weight in fp32,
+// then cast (transformers' GemmaRMSNorm, Olmo2RMSNorm); llama's and the others' cast first.
 bool NormWeightInFp32(const ModelSpec& m) {
   const std::string& t = m.model_type;
-  return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "olmo2" || t == "olmo3";
+  return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "vaultgemma" || t == "olmo2" || t == "olmo3" ||
+         t == "flex_olmo";
 }
 
 // LoRA through peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters

@@ -28,7 +28,9 @@ int64_t ExpertParams(const ModelSpec& m) { return MlpParams(m, m.expert_intermed
 int64_t SharedExpertParams(const ModelSpec& m) {
   const int64_t latent = m.moe_latent > 0 ? 2 * m.hidden * m.moe_latent + (m.mlp_bias ? m.moe_latent + m.hidden : 0) : 0;
   if (m.shared_experts == 0) return latent;
-  return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + (m.shared_expert_gate ? m.hidden : 0) + latent;
+  // One MLP of shared_experts x shared_intermediate: its biases are those of one MLP that wide.
+  const int64_t bias = m.shared_expert_bias ? (m.mlp == MlpKind::kGated ? 2 : 1) * m.shared_experts * m.shared_intermediate + m.hidden : 0;
+  return m.shared_experts * MlpParams(m, m.shared_intermediate, false) + bias + (m.shared_expert_gate ? m.hidden : 0) + latent;
 }
 
 // Norms of one layer: one per sub-block of a hybrid's, a transformer's norms_per_layer.
@@ -169,10 +171,13 @@ int64_t VisionParams(const ModelSpec& m) {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
     // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o
     // and fc1/fc2, a post LayerNorm; the projector's input-projection matrix and soft-embedding
-    // RMSNorm. Gemma 3 4B's counts 419,816,304.
+    // RMSNorm. Gemma 3 4B's counts 419,816,304. Under vision_use_head, SigLIP's attention-pooling
+    // head: a probe token, nn.MultiheadAttention (packed biased q/k/v and a biased out_proj), a
+    // LayerNorm and a biased fc1/fc2 MLP.
     const int64_t side = v.patch > 0 ? v.image / v.patch : 0;
     const int64_t block = 2 * (2 * w) + 4 * (w * w + w) + (f * w + f) + (w * f + w);
-    return (v.in_channels * v.patch * v.patch * w + w) + side * side * w + v.depth * block + 2 * w + (w * v.out + w);
+    const int64_t head = v.pooling_head ? w + 4 * (w * w + w) + 2 * w + (w * f + f) + (f * w + w) : 0;
+    return (v.in_channels * v.patch * v.patch * w + w) + side * side * w + v.depth * block + 2 * w + head + (w * v.out + w);
   }
   // transformers modeling_qwen2_vl.py / modeling_qwen2_5_vl.py: a Conv3d patch embedding
   // without bias; blocks of two norms, qkv and proj with biases, and an MLP with biases

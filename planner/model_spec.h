@@ -85,6 +85,7 @@ struct ModelSpec {
   int64_t shared_experts = 0;       // always-active experts (DeepSeek n_shared_experts)
   int64_t shared_intermediate = 0;  // FFN size of one shared expert
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid gate Linear(h, 1) on the shared expert
+  bool shared_expert_bias = false;  // ERNIE 4.5 under use_bias: the shared MLP's gate/up and down biases
   bool router_bias = false;         // DeepSeek noaux_tc: e_score_correction_bias (E params); gpt-oss router bias
   bool expert_bias = false;         // gpt-oss: biases on every expert's gate_up and down projections
   bool attention_sinks = false;     // gpt-oss: one learned sink logit per head per layer
@@ -149,6 +150,7 @@ struct ModelSpec {
     int64_t patch = 0, temporal_patch = 0, in_channels = 0, merge = 0;
     int64_t image = 0;              // learned positions: SigLIP (Gemma 3) the image side, Qwen3.5 their count
     bool projector_bias = false;    // Mistral 3: multimodal_projector_bias
+    bool pooling_head = false;      // SigLIP (Gemma 3): vision_use_head's attention-pooling head
     int64_t deepstack = 0;          // Qwen3-VL: extra mergers fed from these ViT blocks (deepstack_visual_indexes)
     int64_t feature_layers = 0;     // LLaVA: ViT layers concatenated into the projector (vision_feature_layer)
     int64_t out = 0;                // the merger's (projector's) output, the text tower's width

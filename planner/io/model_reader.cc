@@ -134,6 +134,27 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // the head tied by default) and DeepSeek-MoE (configuration_deepseek.py: dense unless
       // n_routed_experts is given).
       {"qwen", {151936, 4096, 22016, 32, 32, 0, 128, 8192, false, "QWenBlock"}},
+      // InternLM3Config (InternLM3-8B): llama's layer, which transformers builds it as
+      // (qkv_bias and bias are its names for attention_bias and mlp_bias).
+      {"internlm3", {128512, 4096, 10240, 48, 32, 2, 128, 32768, false, "LlamaDecoderLayer"}},
+      // MinistralConfig (Ministral-8B-2410: mistral's layer, sliding per layer_types) and
+      // Ministral3Config (Ministral 3's text tower, mistral's layer).
+      {"ministral", {32000, 4096, 14336, 32, 32, 8, 0, 131072, false, "MinistralDecoderLayer"}},
+      {"ministral3", {131072, 4096, 14336, 34, 32, 8, 128, 262144, false, "Ministral3DecoderLayer"}},
+      // VaultGemmaConfig (VaultGemma 1B): Gemma 2's attention and GeGLU without the post-norms.
+      {"vaultgemma", {256000, 2304, 9216, 26, 8, 4, 256, 8192, true, "VaultGemmaDecoderLayer"}},
+      // FlexOlmoConfig (FlexOlmo-7x7B): OLMo 2's layer with an OLMoE block of num_experts.
+      {"flex_olmo", {100352, 4096, 11008, 32, 32, 0, 0, 4096, false, "FlexOlmoDecoderLayer"}},
+      // SolarOpenConfig (Solar Open 100B), ExaoneMoeConfig (K-EXAONE) and Glm4MoeLiteConfig
+      // (GLM-4.7-Flash): DeepSeek-style MoE (routed experts, shared experts of their width, the
+      // router's e_score_correction_bias) behind GQA, GQA with per-head q/k norms, and MLA.
+      {"solar_open", {196608, 4096, 1280, 48, 64, 8, 128, 131072, false, "SolarOpenDecoderLayer"}},
+      {"exaone_moe", {102400, 4096, 16384, 32, 32, 32, 0, 2048, false, "ExaoneMoeDecoderLayer"}},
+      {"glm4_moe_lite", {154880, 2048, 10240, 47, 20, 20, 256, 202752, false, "Glm4MoeLiteDecoderLayer"}},
+      // Ernie4_5_MoeConfig (ERNIE-4.5-21B-A3B's widths; the 300B-A47B states its own) and
+      // Dots1Config (dots.llm1: DeepSeek's MoE behind GQA with per-head q/k norms).
+      {"ernie4_5_moe", {103424, 2560, 12288, 28, 20, 4, 0, 131072, true, "Ernie4_5_MoeDecoderLayer"}},
+      {"dots1", {152064, 4608, 10944, 62, 32, 32, 0, 2048, false, "Dots1DecoderLayer"}},
       {"internlm", {103168, 4096, 11008, 32, 32, 0, 0, 2048, false, "InternLMDecoderLayer"}},
       {"minicpm", {32000, 4096, 11008, 32, 32, 0, 0, 2048, true, "MiniCPMDecoderLayer"}},
       {"deepseek", {102400, 4096, 11008, 30, 32, 0, 0, 2048, false, "DeepseekDecoderLayer"}},
@@ -176,7 +197,8 @@ const std::vector<std::string> kCommonKeys = {
     "tie_word_embeddings", "attention_bias", "mlp_bias", "hidden_act", "torch_dtype", "dtype",
     "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
     "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "n_routed_experts",
-    "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
+    "n_shared_experts", "num_shared_experts", "moe_num_experts", "moe_k", "moe_num_shared_experts",
+    "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval", "max_window_layers", "mlp_layer_types", "qkv_bias", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "topk_method", "num_nextn_predict_layers",
     "sliding_window", "sliding_window_pattern", "text_config", "n_embd", "n_layer", "n_head",
     "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
@@ -388,6 +410,106 @@ Status ReadGlm4Moe(const Reader& r, ModelSpec& m) {
   m.router_bias = true;
   m.moe_layer.assign(static_cast<size_t>(m.layers), false);
   for (int64_t l = first_dense; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = true;
+  return Status::Ok();
+}
+
+// mlp_layer_types ("dense" or "sparse" per layer) where a config lists them, else the first
+// `first_dense` layers dense (first_k_dense_replace) and the rest MoE.
+Status ReadMlpLayerTypes(const Reader& r, ModelSpec& m, int64_t first_dense) {
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  if (r.Has("mlp_layer_types")) {
+    const YAML::Node types = r.node["mlp_layer_types"];
+    const std::string expected =
+        "mlp_layer_types: expected " + std::to_string(m.layers) + " entries (one per layer), \"dense\" or \"sparse\"";
+    if (!types.IsSequence() || static_cast<int64_t>(types.size()) != m.layers) return r.doc.ErrorAt(types, expected);
+    for (size_t l = 0; l < types.size(); ++l) {
+      const std::string name = types[l].IsScalar() ? types[l].Scalar() : "";
+      if (name != "dense" && name != "sparse") return r.doc.ErrorAt(types[l], expected + ", got \"" + name + "\"");
+      m.moe_layer[l] = name == "sparse";
+    }
+    return Status::Ok();
+  }
+  SP_ASSIGN_OR_RETURN(first_dense, r.Int("first_k_dense_replace", first_dense, 0, kMaxLayers));
+  for (int64_t l = first_dense; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = true;
+  return Status::Ok();
+}
+
+// Solar Open, K-EXAONE and GLM-4.7-Flash (transformers modeling_solar_open.py,
+// modeling_exaone_moe.py, modeling_glm4_moe_lite.py): DeepSeek-V3's MoE block (routed SwiGLU
+// experts of moe_intermediate_size, one shared MLP of that width times the shared count, a
+// bias-free router with its e_score_correction_bias) under three attentions. Solar Open: GQA,
+// q/k/v biased under attention_bias and every layer MoE. K-EXAONE: GQA with per-head q_norm and
+// k_norm, no biases, three of every four layers sliding. GLM-4.7-Flash: DeepSeek's MLA.
+// Solar-Open-100B counts 102,651,793,408 parameters with the class defaults.
+Status ReadSlidingLayers(const Reader& r, ModelSpec& m, int64_t fallback);
+
+// ERNIE 4.5's MoE (transformers modeling_ernie4_5_moe.py): layer l is MoE when
+// moe_layer_start_index <= l <= moe_layer_end_index (-1: the last) and (l + 1) is a multiple of
+// moe_layer_interval; moe_num_experts SwiGLU experts of moe_intermediate_size, top moe_k, one
+// shared MLP of moe_num_shared_experts x that width, a bias-free gate and its
+// e_score_correction_bias; use_bias on every attention, MLP (the shared one too) and head
+// projection, not on the routed experts. ERNIE-4.5-21B-A3B counts 21,825,437,888 parameters.
+Status ReadErnieMoe(const Reader& r, ModelSpec& m) {
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int("moe_num_experts", 64, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("moe_k", 6, 1, m.experts));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int("moe_num_shared_experts", 2, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", 1536, 1, kMaxDim));
+  m.shared_intermediate = m.expert_intermediate;
+  SP_ASSIGN_OR_RETURN(int64_t start, r.Int("moe_layer_start_index", 1, 0, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t end, r.Int("moe_layer_end_index", -1, -1, kMaxLayers));
+  SP_ASSIGN_OR_RETURN(int64_t every, r.Int("moe_layer_interval", 1, 1, kMaxLayers));
+  if (end < 0) end = m.layers - 1;
+  m.moe_layer.assign(static_cast<size_t>(m.layers), false);
+  for (int64_t l = 0; l < m.layers; ++l) m.moe_layer[static_cast<size_t>(l)] = l >= start && l <= end && (l + 1) % every == 0;
+  SP_ASSIGN_OR_RETURN(bool bias, r.Bool("use_bias", false));
+  m.qkv_bias = m.o_bias = m.mlp_bias = m.head_bias = m.shared_expert_bias = bias;
+  m.router_bias = true;
+  return Status::Ok();
+}
+
+Status ReadSharedExpertMoe(const Reader& r, const std::string& type, ModelSpec& m) {
+  const bool exaone = type == "exaone_moe", glm = type == "glm4_moe_lite";
+  if (type == "dots1") {  // Dots1Config: the experts' counts are None unless the file gives them
+    for (const char* key : {"n_routed_experts", "num_experts_per_tok"})
+      if (!r.Has(key)) return r.doc.ErrorAt(r.node, std::string("dots1: expected ") + key + " (Dots1Config has no default)");
+  }
+  SP_ASSIGN_OR_RETURN(m.experts, r.Int(exaone ? "num_experts" : "n_routed_experts", exaone ? 64 : glm ? 64 : 128, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.shared_experts, r.Int(exaone ? "num_shared_experts" : "n_shared_experts", 1, 0, 1 << 10));
+  SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", glm ? 4 : 8, 1, m.experts));
+  SP_ASSIGN_OR_RETURN(m.expert_intermediate, r.Int("moe_intermediate_size", exaone ? 1024 : glm ? 1536 : 1280, 1, kMaxDim));
+  m.shared_intermediate = m.expert_intermediate;
+  m.router_bias = true;
+  if (type == "dots1") {  // per-head q/k norms; full attention unless layer_types says otherwise
+    m.qk_norm = true;
+    m.o_bias = false;
+    if (!r.Has("layer_types") && !r.Has("sliding_window_pattern")) m.sliding_window = 0;
+    SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 0));
+    return ReadMlpLayerTypes(r, m, 0);
+  }
+  if (type == "solar_open") {  // SolarOpenConfig has no first_k_dense_replace: every layer MoE
+    MarkAllMoe(m);
+    m.o_bias = false;
+    return Status::Ok();
+  }
+  SP_RETURN_IF_ERROR(ReadMlpLayerTypes(r, m, 1));
+  if (exaone) {
+    m.qk_norm = true;
+    m.qkv_bias = m.o_bias = false;
+    if (!r.Has("sliding_window")) m.sliding_window = 4096;
+    return ReadSlidingLayers(r, m, 4);
+  }
+  m.attention = AttentionKind::kMla;
+  m.kv_heads = m.heads;
+  SP_ASSIGN_OR_RETURN(m.q_lora_rank, r.Int("q_lora_rank", 768, 0, kMaxDim));
+  if (r.node["q_lora_rank"].IsDefined() && r.node["q_lora_rank"].IsNull()) m.q_lora_rank = 0;
+  SP_ASSIGN_OR_RETURN(m.kv_lora_rank, r.Int("kv_lora_rank", 512, 1, kMaxDim));
+  SP_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim", 192, 0, 1 << 16));
+  // Glm4MoeLiteConfig maps head_dim onto qk_rope_head_dim.
+  SP_ASSIGN_OR_RETURN(m.qk_rope_head_dim, r.Int(r.Has("qk_rope_head_dim") ? "qk_rope_head_dim" : "head_dim", 64, 0, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim", 256, 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(m.mtp_layers, r.Int("num_nextn_predict_layers", 0, 0, 64));
+  m.qkv_bias = m.o_bias = false;
+  m.head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
   return Status::Ok();
 }
 
@@ -1104,7 +1226,11 @@ Status ReadVitWidths(const Reader& r, const VitDefaults& d, ModelSpec::VisionTow
 Status ReadSiglipVision(const Document& doc, const YAML::Node& cfg, ModelSpec::VisionTower& v) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
   v.kind = "gemma3";
-  return ReadVitWidths(Reader{doc, cfg}, {27, 1152, 4304, 14, 896}, v);
+  const Reader r{doc, cfg};
+  // SiglipVisionConfig builds the pooling head unless vision_use_head says false, as Gemma 3's
+  // published configs do.
+  SP_ASSIGN_OR_RETURN(v.pooling_head, r.Bool("vision_use_head", true));
+  return ReadVitWidths(r, {27, 1152, 4304, 14, 896}, v);
 }
 
 // Qwen3.5's ViT (transformers Qwen3_5VisionModel, Qwen3-VL's): a biased Conv3d patch embedding,
@@ -1215,6 +1341,8 @@ void ApplyFamily(const std::string& type, ModelSpec& m) {
     m.norms_per_layer = 4;  // input, post_attention, pre_feedforward, post_feedforward
     m.gelu = true;
   }
+  if (type == "vaultgemma") m.gelu = true;  // input and pre_feedforward norms only
+  if (type == "flex_olmo") m.mlp_bias = false;
   if (type == "qwen2_moe") m.shared_expert_gate = true;
   if (type == "nemotron") {  // LayerNorm1P (weight and bias), up/down MLP with squared ReLU
     m.norm = NormKind::kLayer;
@@ -1650,6 +1778,27 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   // (the same parameters and FLOPs as that many experts) and a bias-free gate.
   // deepseek-moe-16b-base counts 16,375,728,128 parameters.
   if (*type == "deepseek") SP_RETURN_IF_ERROR(ReadDeepseekExperts(r, m, {0, 0, 1, 1407, 0}));
+  // InternLM3 (InternLM3Config): qkv_bias and bias are transformers' attribute names for
+  // attention_bias (all four projections in its llama layer) and mlp_bias.
+  if (*type == "internlm3") {
+    if (r.Has("qkv_bias")) {
+      SP_ASSIGN_OR_RETURN(m.qkv_bias, r.Bool("qkv_bias", false));
+      m.o_bias = m.qkv_bias;
+    }
+    if (r.Has("bias")) {
+      SP_ASSIGN_OR_RETURN(m.mlp_bias, r.Bool("bias", false));
+    }
+  }
+  // Ministral-8B slides in the layers layer_types names, by default every layer (MinistralConfig's
+  // 4,096-token window); VaultGemma alternates sliding and global layers as Gemma 2 does.
+  if (*type == "ministral") {
+    if (!node["sliding_window"].IsDefined()) m.sliding_window = 4096;
+    SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 0));
+  }
+  if (*type == "vaultgemma") {
+    if (!node["sliding_window"].IsDefined()) m.sliding_window = 4096;
+    SP_RETURN_IF_ERROR(ReadSlidingLayers(r, m, 2));
+  }
   if (*type == "cohere2" || *type == "exaone4" || *type == "olmo3") {
     // Their config classes default to a 4,096-token window; a null one turns it off.
     if (!node["sliding_window"].IsDefined()) m.sliding_window = 4096;
@@ -1688,12 +1837,15 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     m.expert_bias = m.router_bias = m.attention_sinks = true;
     m.sliding_window_pattern = 2;  // layer_types alternates sliding (128) and full attention
     MarkAllMoe(m);
-  } else if (*type == "olmoe") {
+  } else if (*type == "olmoe" || *type == "flex_olmo") {
     // transformers modeling_olmoe.py: OLMo-2's q_norm and k_norm over the whole projections;
     // num_experts SwiGLU experts of intermediate_size in every layer, a bias-free router, no
     // shared expert. OLMoE-1B-7B-0924 counts 6,919,161,856 parameters.
-    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", 64, 1, 1 << 16));
-    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", 8, 1, 1 << 16));
+    // FlexOlmo (modeling_flex_olmo.py) keeps that block behind OLMo 2's post-norms: the same
+    // parameters. FlexOlmo-7x7B-1T counts 33,270,665,216 with the class defaults.
+    const bool flex = *type == "flex_olmo";
+    SP_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts", flex ? 7 : 64, 1, 1 << 16));
+    SP_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok", flex ? 5 : 8, 1, 1 << 16));
     m.expert_intermediate = m.intermediate;
     m.qk_norm_whole = true;
     MarkAllMoe(m);
@@ -1739,6 +1891,10 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadLlama4(r, m));
   } else if (*type == "glm4_moe") {
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
+  } else if (*type == "ernie4_5_moe") {
+    SP_RETURN_IF_ERROR(ReadErnieMoe(r, m));
+  } else if (*type == "solar_open" || *type == "exaone_moe" || *type == "glm4_moe_lite" || *type == "dots1") {
+    SP_RETURN_IF_ERROR(ReadSharedExpertMoe(r, *type, m));
   } else if (*type == "nemotron_h") {
     SP_RETURN_IF_ERROR(ReadNemotronH(r, m));
   } else if (*type == "falcon_h1") {
@@ -1769,7 +1925,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   // GPT-style families read no head_dim key, so a stated one does not excuse heads that do
   // not divide the hidden size (fuzzing found a gpt2 config whose plan did not read back).
   if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" && m.model_type != "gemma" &&
-      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden && (GptStyle(*type) || GptEra(*type) || !r.Has("head_dim")))
+      m.model_type != "gemma3_text" && m.head_dim * m.heads != m.hidden &&
+      (GptStyle(*type) || GptEra(*type) || (!r.Has("head_dim") && d.head_dim == 0)))
     return doc.ErrorAt(node, "the number of attention heads (" + std::to_string(m.heads) +
                                  ") does not divide the hidden size (" + std::to_string(m.hidden) + ")");
   // Qwen3.5, Qwen3-VL and LLaVA-NeXT tie the head as the top-level config says (transformers reads the

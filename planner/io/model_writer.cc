@@ -1,5 +1,6 @@
 // ModelSpec -> HF config keys, for plan.yaml. Every key ParseModel needs is written, so a
 // plan stands alone and parses back to the same spec.
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -42,7 +43,8 @@ void Common(Out& o, const ModelSpec& m) {
   o.Bool("tie_word_embeddings", m.tied_embeddings);
   // GLM's, Seed-OSS's and Helium's attention_bias biases q, k and v only; elsewhere it is every projection's.
   const std::string& t = m.model_type;
-  const bool qkv_only = t == "glm4_moe" || t == "glm" || t == "glm4" || t == "seed_oss" || t == "helium";
+  const bool qkv_only =
+      t == "glm4_moe" || t == "glm" || t == "glm4" || t == "seed_oss" || t == "helium" || t == "solar_open";
   o.Bool("attention_bias", qkv_only ? m.qkv_bias : m.o_bias);
   o.Bool("mlp_bias", m.mlp_bias);
   if (m.sliding_window > 0) o.Key("sliding_window", m.sliding_window);
@@ -186,7 +188,8 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     g << pad << "vision_config:\n" << in << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width
       << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
       << "num_channels: " << v.in_channels << "\n";
-    if (v.kind == "gemma3") g << in << "image_size: " << v.image << "\n";
+    if (v.kind == "gemma3")
+      g << in << "image_size: " << v.image << "\n" << in << "vision_use_head: " << (v.pooling_head ? "true" : "false") << "\n";
     if (m.quant.quantized()) Quantization(g, pad, m.quant);
     return g.str();
   }
@@ -313,13 +316,14 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   if (t == "ernie4_5") o.Bool("use_bias", m.o_bias);
   // The sliding families: every how many layers one is global, and for those whose window
   // defaults to 4,096 when the key is absent, a window of none.
-  if (t == "gemma3_text" || t == "cohere2" || t == "exaone4" || t == "olmo3" || t == "smollm3") {
+  if (t == "gemma3_text" || t == "cohere2" || t == "exaone4" || t == "olmo3" || t == "smollm3" || t == "ministral" ||
+      t == "vaultgemma" || t == "exaone_moe" || t == "dots1") {
     if (m.sliding_window == 0 && t != "gemma3_text") o.Key("sliding_window", 0);
     if (t == "smollm3") o.Bool("use_sliding_window", m.sliding_window > 0);
     o.Key("sliding_window_pattern", m.sliding_window_pattern);
   }
   if (t == "cohere") o.Bool("use_qk_norm", m.qk_norm_whole);
-  if (t == "olmoe") {
+  if (t == "olmoe" || t == "flex_olmo") {
     o.Key("num_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);
   }
@@ -367,6 +371,43 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
     o.Key("first_k_dense_replace", first_dense);
     o.Bool("use_qk_norm", m.qk_norm);
     o.Key("num_nextn_predict_layers", m.mtp_layers);
+  }
+  if (t == "ernie4_5_moe") {  // the reader's rule: MoE from the first to the last MoE layer, every `interval`
+    int64_t first = m.layers, last = -1, interval = 1;
+    for (int64_t l = 0; l < m.layers; ++l) {
+      if (!m.moe_layer[static_cast<size_t>(l)]) continue;
+      if (last >= 0 && interval == 1) interval = l - last;
+      first = std::min(first, l);
+      last = l;
+    }
+    o.Bool("use_bias", m.o_bias);
+    o.Key("moe_num_experts", m.experts);
+    o.Key("moe_k", m.experts_per_token);
+    o.Key("moe_num_shared_experts", m.shared_experts);
+    o.Key("moe_intermediate_size", m.expert_intermediate);
+    o.Key("moe_layer_start_index", first);
+    o.Key("moe_layer_end_index", last < 0 ? 0 : last);
+    o.Key("moe_layer_interval", interval);
+  }
+  if (t == "solar_open" || t == "exaone_moe" || t == "glm4_moe_lite" || t == "dots1") {
+    const bool exaone = t == "exaone_moe";
+    o.Key(exaone ? "num_experts" : "n_routed_experts", m.experts);
+    o.Key(exaone ? "num_shared_experts" : "n_shared_experts", m.shared_experts);
+    o.Key("num_experts_per_tok", m.experts_per_token);
+    o.Key("moe_intermediate_size", m.expert_intermediate);
+    if (t != "solar_open") {  // the reader's per-layer list
+      std::string types = "[";
+      for (size_t l = 0; l < m.moe_layer.size(); ++l) types += std::string(l ? ", " : "") + (m.moe_layer[l] ? "sparse" : "dense");
+      o.Key("mlp_layer_types", types + "]");
+    }
+    if (t == "glm4_moe_lite") {
+      o.Key("q_lora_rank", m.q_lora_rank);
+      o.Key("kv_lora_rank", m.kv_lora_rank);
+      o.Key("qk_nope_head_dim", m.qk_nope_head_dim);
+      o.Key("qk_rope_head_dim", m.qk_rope_head_dim);
+      o.Key("v_head_dim", m.v_head_dim);
+      o.Key("num_nextn_predict_layers", m.mtp_layers);
+    }
   }
   if (t == "nemotron_h") {
     o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");

@@ -77,6 +77,67 @@ void ExpectReadsBack(const ModelSpec& m) {
   EXPECT_EQ(*back, m) << ModelToYaml(m, 0);
 }
 
+// Every family the reader knows, from its config class's defaults alone ({"model_type": t}):
+// it reads, and the written model reads back to the same spec. Three are refused: GLM-4.5's (96
+// heads do not divide 4,096 and Glm4MoeConfig has no head_dim; the published configs state 128)
+// Nemotron-H's (every published config lists its blocks in hybrid_override_pattern) and
+// dots.llm1's (Dots1Config leaves the expert counts None).
+// bench/calibrate/param_counts.py checks the same defaults' counts against transformers' models.
+TEST(Families, EveryTypeReadsFromItsDefaultsAndBack) {
+  for (const std::string& type : SupportedModelTypes()) {
+    SCOPED_TRACE(type);
+    auto m = FromJson("{\"model_type\":\"" + type + "\"}");
+    if (type == "glm4_moe" || type == "nemotron_h" || type == "dots1") {
+      EXPECT_FALSE(m.ok());
+      continue;
+    }
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) continue;
+    EXPECT_GT(CountParams(*m).total, 0);
+    ExpectReadsBack(*m);
+  }
+}
+
+// The 2026 MoE families, each counted by transformers on the meta device (parameters plus the
+// routers' persistent e_score_correction_bias buffers). ERNIE-4.5-300B-A47B's widths (MoE from
+// layer 3, no shared experts): 299,484,163,264. A small ERNIE with use_bias, MoE in layers 1, 3
+// and 5 (interval 2 up to layer 6) and one biased shared MLP: 24,284,160. GLM-4.7-Flash (MLA,
+// 64 experts, the first layer dense): 29,943,393,920. A small K-EXAONE, two dense layers first:
+// 20,063,792.
+TEST(Families, ErnieGlmLiteExaoneMoe) {
+  auto ernie = FromJson(R"({"model_type":"ernie4_5_moe","hidden_size":8192,"intermediate_size":28672,
+    "moe_intermediate_size":3584,"moe_k":8,"moe_num_experts":64,"moe_num_shared_experts":0,"moe_layer_start_index":3,
+    "moe_layer_end_index":53,"moe_layer_interval":1,"num_hidden_layers":54,"num_attention_heads":64,
+    "num_key_value_heads":8,"vocab_size":103424,"tie_word_embeddings":false,"use_bias":false})");
+  ASSERT_TRUE(ernie.ok()) << ernie.status().message();
+  EXPECT_EQ(CountParams(*ernie).total, 299'484'163'264);
+  EXPECT_FALSE(ernie->is_moe_layer(2));
+  EXPECT_TRUE(ernie->is_moe_layer(3) && ernie->is_moe_layer(53));
+  auto every2 = FromJson(R"({"model_type":"ernie4_5_moe","hidden_size":512,"intermediate_size":1024,
+    "moe_intermediate_size":256,"moe_k":2,"moe_num_experts":8,"moe_num_shared_experts":1,"moe_layer_start_index":1,
+    "moe_layer_end_index":6,"moe_layer_interval":2,"num_hidden_layers":8,"num_attention_heads":8,
+    "num_key_value_heads":2,"vocab_size":1000,"tie_word_embeddings":true,"use_bias":true})");
+  ASSERT_TRUE(every2.ok()) << every2.status().message();
+  EXPECT_EQ(CountParams(*every2).total, 24'284'160);
+  for (int64_t l = 0; l < 8; ++l) EXPECT_EQ(every2->is_moe_layer(l), l == 1 || l == 3 || l == 5) << l;
+  auto flash = FromJson(R"({"model_type":"glm4_moe_lite","hidden_size":2048,"intermediate_size":10240,
+    "moe_intermediate_size":1536,"num_hidden_layers":47,"num_attention_heads":20,"num_key_value_heads":20,
+    "n_shared_experts":1,"n_routed_experts":64,"num_experts_per_tok":4,"kv_lora_rank":512,"q_lora_rank":768,
+    "qk_nope_head_dim":192,"qk_rope_head_dim":64,"v_head_dim":256,"vocab_size":154880,"first_k_dense_replace":1,
+    "tie_word_embeddings":false})");
+  ASSERT_TRUE(flash.ok()) << flash.status().message();
+  EXPECT_EQ(CountParams(*flash).total, 29'943'393'920);
+  EXPECT_EQ(flash->attention, AttentionKind::kMla);
+  auto exaone = FromJson(R"({"model_type":"exaone_moe","hidden_size":512,"intermediate_size":1024,"num_hidden_layers":8,
+    "num_attention_heads":8,"num_key_value_heads":2,"head_dim":64,"vocab_size":1000,"num_experts":8,
+    "num_shared_experts":1,"num_experts_per_tok":2,"moe_intermediate_size":128,"first_k_dense_replace":2,
+    "sliding_window":128,"sliding_window_pattern":4})");
+  ASSERT_TRUE(exaone.ok()) << exaone.status().message();
+  EXPECT_EQ(CountParams(*exaone).total, 20'063'792);
+  EXPECT_EQ(exaone->sliding_window_pattern, 4);
+  for (const ModelSpec& m : {*ernie, *every2, *flash, *exaone}) ExpectReadsBack(m);
+}
+
 // A llama with dimensions no real model has: h=1000, 10 heads of 100, 2 KV heads,
 // FFN 3001, 3 layers, vocab 777, untied, attention and MLP biases.
 TEST(OddDimensions, LlamaFromFirstPrinciples) {
@@ -828,6 +889,15 @@ TEST(Families, QwenVisionLanguage) {
   EXPECT_EQ(CountParams(*g3).vision, 419'816'304);
   EXPECT_EQ(CountParams(*g3).total + CountParams(*g3).vision, 4'300'079'472);
   ExpectReadsBack(*g3);
+  // SiglipVisionConfig's default vision_use_head builds the attention-pooling head, which the
+  // published configs turn off: the same tower with it counts 435,054,656 on the meta device.
+  std::string with_head = R"({"model_type":"gemma3","vision_config":{"hidden_size":1152,"image_size":896,
+    "intermediate_size":4304,"model_type":"siglip_vision_model","num_hidden_layers":27,"patch_size":14},
+    "text_config":{"hidden_size":2560,"model_type":"gemma3_text"}})";
+  auto g3_head = FromJson(with_head);
+  ASSERT_TRUE(g3_head.ok()) << g3_head.status().message();
+  EXPECT_EQ(CountParams(*g3_head).vision, 435'054'656);
+  ExpectReadsBack(*g3_head);
   // Mistral Small 3.1 (Mistral3ForConditionalGeneration): the Pixtral encoder (24 blocks of
   // 1,024, SwiGLU 4,096, no biases) and the projector's patch merger and two Linears to 5,120:
   // 438,958,080 in transformers' meta-device count.
