@@ -176,14 +176,18 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) *
                         (generate ? 1.0 : ctx.w.inference.gpu_memory_utilization);
   const double available = budget - static_cast<double>(non_kv);
-  if (available > 0 && kv.kv_bytes_per_token > 0) {
-    const int64_t page = kv.kv_bytes_per_token * kBlock;
-    kv.max_kv_tokens = static_cast<int64_t>(available / static_cast<double>(page)) * kBlock;
-    kv.max_concurrent_sequences = kv.max_kv_tokens / std::max<int64_t>(1, ctx.w.context_len());
+  const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp);
+  if (available > 0 && (kv.kv_bytes_per_token > 0 || state > 0)) {
+    if (kv.kv_bytes_per_token > 0) {
+      const int64_t page = kv.kv_bytes_per_token * kBlock;
+      kv.max_kv_tokens = static_cast<int64_t>(available / static_cast<double>(page)) * kBlock;
+      kv.max_concurrent_sequences = kv.max_kv_tokens / std::max<int64_t>(1, ctx.w.context_len());
+    }
     // A hybrid's sequences each hold their linear mixers' state beside their attention KV, in
-    // the same pool; vLLM reports the pool as the tokens of the sequences it can hold at full
-    // length ("GPU KV cache size" = max concurrency x max_model_len, kv_cache_utils.py).
-    if (const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp); state > 0) {
+    // the same pool (an attention-free Mamba-2 model's hold the state alone); vLLM reports the
+    // pool as the tokens of the sequences it can hold at full length ("GPU KV cache size" =
+    // max concurrency x max_model_len, kv_cache_utils.py).
+    if (state > 0) {
       const double context = static_cast<double>(std::max<int64_t>(1, ctx.w.context_len()));
       const double sequences = available / (static_cast<double>(kv.kv_bytes_per_token) * context + static_cast<double>(state));
       kv.max_concurrent_sequences = static_cast<int64_t>(sequences);

@@ -353,9 +353,9 @@ bool MegatronModelCode(const Layout& l) {
 
 std::string MegatronLmGap(const ModelSpec& m) {
   if (m.linear.delta) return "arguments for Gated DeltaNet models (" + m.model_type + ") are not emitted";
-  if (m.is_hybrid() && m.model_type != "nemotron_h")
+  if (m.is_hybrid() && m.model_type != "nemotron_h" && m.model_type != "mamba2")
     return "arguments for " + m.model_type +
-           " hybrids (Megatron's hybrid pattern, as written here, spells Nemotron-H's blocks only) are not emitted";
+           " hybrids (Megatron's hybrid pattern, as written here, spells Nemotron-H's and Mamba-2's blocks only) are not emitted";
   return "";
 }
 

@@ -214,7 +214,7 @@ ParamCounts CountParams(const ModelSpec& m) {
       c.shared_experts += SharedExpertParams(m);
       active_experts += m.experts_per_token * ExpertParams(m);
     } else if (m.has_mlp(l)) {
-      c.mlp += MlpParams(m, m.intermediate, m.mlp_bias);
+      c.mlp += MlpParams(m, m.intermediate, m.mlp_bias) + m.mlp_act_params;
     }
   }
   if (m.final_norm) c.norms += NormParams(m, h);

@@ -75,6 +75,7 @@ struct ModelSpec {
                                     //   q_width + kv_width params
   bool parallel_residual = false;   // GPT-NeoX: attention and MLP read the same input
   bool gelu = false;                // activation is GeLU-family (else SiLU/ReLU)
+  int64_t mlp_act_params = 0;       // learned activation scalars per dense MLP (Apertus' xIELU: 4)
   int64_t sliding_window = 0;       // tokens; 0 = full attention in every layer
   int sliding_window_pattern = 0;   // every N-th layer is global (Gemma3: 6); 0 = all sliding
 

@@ -68,6 +68,11 @@ def make_config(family):
         return tf.MixtralConfig(**COMMON, num_local_experts=4, **MOE)
     if family == "qwen3_moe":
         return tf.Qwen3MoeConfig(**COMMON, num_experts=4, moe_intermediate_size=704, decoder_sparse_step=1, **MOE)
+    if family == "apertus":
+        return tf.ApertusConfig(**COMMON)
+    if family == "exaone_moe":
+        return tf.ExaoneMoeConfig(**COMMON, num_experts=4, num_shared_experts=1, moe_intermediate_size=704,
+                                  first_k_dense_replace=0, sliding_window=4096, **MOE)
     raise SystemExit(f"saved_activations.py: unknown family {family!r}")
 
 
@@ -141,7 +146,8 @@ def priced(shardplan, folder, regime, targets=None):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shardplan", required=True)
-    ap.add_argument("--families", default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,opt,mixtral,qwen3_moe")
+    ap.add_argument("--families",
+                    default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,opt,mixtral,qwen3_moe,exaone_moe,apertus")
     ap.add_argument("--autocast-families", default="llama,qwen3,gemma,gemma3")
     ap.add_argument("--lora", default="llama:all,llama:q_proj/v_proj,qwen3:all,gemma:all",
                     help="family:targets, targets / separated or all (the seven projections)")

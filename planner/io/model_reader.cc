@@ -154,6 +154,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       // Ernie4_5_MoeConfig (ERNIE-4.5-21B-A3B's widths; the 300B-A47B states its own) and
       // Dots1Config (dots.llm1: DeepSeek's MoE behind GQA with per-head q/k norms).
       {"ernie4_5_moe", {103424, 2560, 12288, 28, 20, 4, 0, 131072, true, "Ernie4_5_MoeDecoderLayer"}},
+      // Mamba2Config (Mamba-Codestral-7B's widths): Nemotron-H's Mamba-2 block in every layer, no
+      // attention and no MLP (the attention and MLP widths here are placeholders no layer uses).
+      {"mamba2", {32768, 4096, 8192, 64, 32, 0, 0, 1 << 20, false, "Mamba2Block"}},
+      // ApertusConfig (Apertus 8B's widths): an up/down MLP around xIELU, per-head q/k norms.
+      {"apertus", {131072, 4096, 14336, 32, 32, 0, 0, 65536, false, "ApertusDecoderLayer"}},
       {"dots1", {152064, 4608, 10944, 62, 32, 32, 0, 2048, false, "Dots1DecoderLayer"}},
       {"internlm", {103168, 4096, 11008, 32, 32, 0, 0, 2048, false, "InternLMDecoderLayer"}},
       {"minicpm", {32000, 4096, 11008, 32, 32, 0, 0, 2048, true, "MiniCPMDecoderLayer"}},
@@ -198,7 +203,8 @@ const std::vector<std::string> kCommonKeys = {
     "num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
     "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "n_routed_experts",
     "n_shared_experts", "num_shared_experts", "moe_num_experts", "moe_k", "moe_num_shared_experts",
-    "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval", "max_window_layers", "mlp_layer_types", "qkv_bias", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
+    "moe_layer_start_index", "moe_layer_end_index", "moe_layer_interval", "max_window_layers", "num_heads",
+    "state_size", "mlp_layer_types", "qkv_bias", "first_k_dense_replace", "moe_layer_freq", "q_lora_rank", "kv_lora_rank",
     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "topk_method", "num_nextn_predict_layers",
     "sliding_window", "sliding_window_pattern", "text_config", "n_embd", "n_layer", "n_head",
     "n_positions", "n_inner", "ffn_dim", "word_embed_proj_dim", "enable_bias",
@@ -544,6 +550,24 @@ Status ReadLinearMixerWidths(const Reader& r, const std::string& type, ModelSpec
   if (x.inner() > kMaxDim || x.groups * x.state > kMaxDim)
     return r.doc.ErrorAt(r.node, std::string(k.heads.name) + " x " + k.head_dim.name + " or " + k.groups.name + " x " +
                                      k.state.name + " is out of range");
+  return Status::Ok();
+}
+
+// Mamba-2 (transformers modeling_mamba2.py): embeddings, a norm and a Mamba2Mixer per layer
+// (in_proj, a biased depthwise conv1d under use_conv_bias, dt_bias, A_log, D, the gated RMSNorm
+// and out_proj, in_proj and out_proj biased under use_bias), norm_f and the head.
+// Mamba-Codestral-7B's widths count 7,285,403,648 parameters.
+Status ReadMamba2(const Reader& r, ModelSpec& m) {
+  m.hybrid.assign(static_cast<size_t>(m.layers), 'M');
+  m.qkv_bias = m.o_bias = false;
+  m.norms_per_layer = 1;
+  ModelSpec::LinearMixer& x = m.linear;
+  SP_RETURN_IF_ERROR(ReadLinearMixerWidths(r, "mamba2", x));
+  m.head_dim = x.head_dim;  // head_dim is the mixer's; no layer attends
+  SP_ASSIGN_OR_RETURN(x.chunk, r.Int("chunk_size", 256, 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(x.conv_bias, r.Bool("use_conv_bias", true));
+  SP_ASSIGN_OR_RETURN(x.proj_bias, r.Bool("use_bias", false));
+  x.out_bias = x.proj_bias;
   return Status::Ok();
 }
 
@@ -1437,7 +1461,11 @@ const LinearMixerKeys& LinearMixerKeysOf(const std::string& model_type) {
   static const LinearMixerKeys kDelta{{"linear_num_value_heads", 32}, {"linear_value_head_dim", 128},
                                       {"linear_num_key_heads", 16}, {"linear_key_head_dim", 128},
                                       {"linear_conv_kernel_dim", 4}};
+  // Mamba2Config (Mamba-Codestral): the same mixer under its own keys.
+  static const LinearMixerKeys kMamba2{{"num_heads", 128}, {"head_dim", 64}, {"n_groups", 8}, {"state_size", 128},
+                                       {"conv_kernel", 4}};
   if (model_type == "nemotron_h") return kMamba;
+  if (model_type == "mamba2") return kMamba2;
   if (model_type == "granitemoehybrid" || model_type == "bamba" || model_type == "falcon_h1") return kGranite;
   return kDelta;
 }
@@ -1891,6 +1919,17 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadLlama4(r, m));
   } else if (*type == "glm4_moe") {
     SP_RETURN_IF_ERROR(ReadGlm4Moe(r, m));
+  } else if (*type == "apertus") {
+    // Apertus (modeling_apertus.py): up_proj and down_proj around xIELU, whose alpha_p and alpha_n
+    // are parameters and beta and eps persistent buffers (4 per layer, in the checkpoint);
+    // per-head q_norm and k_norm; attention_layernorm and feedforward_layernorm before each block.
+    // Apertus-8B's widths (21,504-wide MLP, 8 KV heads) count 8,053,338,240 with those buffers.
+    m.mlp = MlpKind::kPlain;
+    m.qk_norm = true;
+    SP_ASSIGN_OR_RETURN(std::string act, r.Str("hidden_act", "xielu"));
+    m.mlp_act_params = act == "xielu" ? 4 : 0;
+  } else if (*type == "mamba2") {
+    SP_RETURN_IF_ERROR(ReadMamba2(r, m));
   } else if (*type == "ernie4_5_moe") {
     SP_RETURN_IF_ERROR(ReadErnieMoe(r, m));
   } else if (*type == "solar_open" || *type == "exaone_moe" || *type == "glm4_moe_lite" || *type == "dots1") {

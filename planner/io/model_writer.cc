@@ -409,6 +409,17 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("num_nextn_predict_layers", m.mtp_layers);
     }
   }
+  if (t == "apertus") o.Key("hidden_act", m.mlp_act_params > 0 ? "xielu" : "relu2");
+  if (t == "mamba2") {  // head_dim (Common's) is the mixer's head width
+    const ModelSpec::LinearMixer& x = m.linear;
+    o.Key("num_heads", x.heads);
+    o.Key("n_groups", x.groups);
+    o.Key("state_size", x.state);
+    o.Key("conv_kernel", x.conv_kernel);
+    o.Key("chunk_size", x.chunk);
+    o.Bool("use_conv_bias", x.conv_bias);
+    o.Bool("use_bias", x.proj_bias);
+  }
   if (t == "nemotron_h") {
     o.Key("hybrid_override_pattern", "\"" + m.hybrid + "\"");
     const ModelSpec::LinearMixer& x = m.linear;

@@ -173,6 +173,27 @@ TEST(Memory, HybridBlocks) {
 
 // Falcon-H1's parallel layer keeps what its attention and its Mamba-2 mixer each save, but
 // the normed input they share only once; serving, every layer holds KV and a Mamba state.
+// Mamba-Codestral (transformers Mamba2Config): every layer a Mamba-2 block, no attention. It
+// keeps no KV cache, so the serving pool holds whole sequences of state alone: per sequence and
+// layer a conv state of 3 x (8,192 + 2 x 8 x 128) bf16 and an fp32 SSM state of 128 heads x 64
+// x 128.
+TEST(Memory, AttentionFreeMamba2Serves) {
+  auto doc = Document::Parse("m.json", R"({"model_type":"mamba2","num_heads":128,"head_dim":64,"hidden_size":4096,
+    "state_size":128,"num_hidden_layers":64,"n_groups":8,"vocab_size":32768,"chunk_size":256})");
+  ASSERT_TRUE(doc.ok());
+  auto parsed = ParseModel(*doc, "mamba-codestral-7b");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  EXPECT_EQ(CountParams(*parsed).total, 7'285'403'648);
+  const ClusterSpec c = Cluster("dgx-h100");
+  const Workload serve = Serve(4096, 0.9);
+  const MemoryEstimate e = EstimateMemory(*parsed, serve, Resolve(*parsed, serve, c, "tp=1,batch=8"), c);
+  EXPECT_EQ(Term(e, "kv_cache"), 0);
+  EXPECT_EQ(Term(e, "ssm_state"), 8LL * 64 * (3 * (8192 + 2 * 8 * 128) * 2 + 128 * 64 * 128 * 4));
+  EXPECT_EQ(e.kv.kv_bytes_per_token, 0);
+  EXPECT_GT(e.kv.max_concurrent_sequences, 100);
+  EXPECT_NEAR(static_cast<double>(e.kv.max_concurrent_sequences), static_cast<double>(e.kv.max_kv_tokens) / 4096, 1);
+}
+
 TEST(Memory, ParallelHybridLayer) {
   auto doc = Document::Parse("f.json", R"({"model_type":"falcon_h1","hidden_size":3072,"intermediate_size":12288,
     "num_hidden_layers":4,"num_attention_heads":12,"num_key_value_heads":2,"head_dim":128,"vocab_size":130049,
