@@ -116,7 +116,7 @@ nlohmann::json PlanJson(const Plan& p) {
   nlohmann::json time_terms = nlohmann::json::object();
   for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
   j["time"] = {{"step_seconds", p.time.step_seconds}, {"tokens_per_second_per_gpu", p.time.tokens_per_second_per_gpu},
-               {"mfu", p.time.mfu}, {"terms", time_terms}, {"known", p.cluster.gpu.bf16_flops > 0 || p.cluster.gpu.fp16_flops > 0}};
+               {"mfu", p.time.mfu}, {"terms", time_terms}, {"known", StepTimeKnown(p.cluster.gpu)}};
   if (p.memory.inference)
     j["inference"] = {{"kv_bytes_per_token", p.memory.kv.kv_bytes_per_token},
                       {"kv_bytes_per_token_model", p.memory.kv.kv_bytes_per_token_model},
@@ -171,6 +171,9 @@ std::string EstimateText(const Plan& p) {
   if (p.cluster.gpu.bf16_flops <= 0 && p.cluster.gpu.fp16_flops <= 0)
     out += "step time unknown: the GPU '" + p.cluster.gpu.name +
            "' states no compute peak (give bf16_tflops in the cluster's gpu mapping)\n";
+  else if (!StepTimeKnown(p.cluster.gpu))
+    out += "step time unknown: shardplan's kernel efficiencies are measured on NVIDIA GPUs, not on " +
+           p.cluster.gpu.display_name + " (the memory above is priced as on any GPU)\n";
   else if (p.time.step_seconds > 0)
     out += "step " + Fixed(p.time.step_seconds, 3) + " s, " + Fixed(p.time.tokens_per_second_per_gpu, 0) +
            " tokens/s/GPU, MFU " + Fixed(100 * p.time.mfu, 1) + "%\n";

@@ -27,6 +27,7 @@ struct GpuSpec {
   int sms = 0;                       // streaming multiprocessors; 0 = unknown (estimated from the peak)
   int64_t reserved_bytes = 0;        // of memory_bytes, what the driver keeps for itself (see UsableMemory)
   double fp4_flops = 0;              // dense NVFP4; 0 when the GPU has no FP4 tensor cores
+  std::string vendor = "nvidia";     // "amd": kernel efficiencies not measured, so no step time (StepTimeKnown)
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -38,6 +39,14 @@ struct LinkSpec {
   int domain = 0;                    // intra-node only: GPUs the fabric joins across nodes (NVL72: 72); 0 = one node
   bool operator==(const LinkSpec&) const = default;
 };
+
+// Whether shardplan prices this GPU's step time: it needs a datasheet peak, and the kernel
+// efficiencies the time model applies (GEMM ceilings by compute capability, tile waves over
+// SMs, attention kernels) are measured on NVIDIA GPUs only. AMD Instinct parts answer the
+// memory question and leave the time unknown.
+inline bool StepTimeKnown(const GpuSpec& gpu) {
+  return (gpu.bf16_flops > 0 || gpu.fp16_flops > 0) && gpu.vendor == "nvidia";
+}
 
 // The memory CUDA lets processes allocate: cudaMemGetInfo's total, which PyTorch's OOM message
 // calls "total capacity" and vLLM multiplies by gpu_memory_utilization. It is nvidia-smi's

@@ -84,6 +84,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.nvlink_domain != c.nvlink_domain) d.push_back("nvlink_domain");
   if (g.nic_bandwidth != c.nic_bandwidth) d.push_back("nic_bandwidth");
   if (g.sms != c.sms) d.push_back("sms");
+  if (g.vendor != c.vendor) d.push_back("vendor");
   return d;
 }
 
@@ -101,6 +102,7 @@ std::string WriteGpu(const GpuSpec& g) {
   std::string out = Commented("gpu:", why);
   out += "  name: " + YamlScalar(g.name) + "\n";
   out += "  display_name: " + YamlScalar(g.display_name) + "\n";
+  if (g.vendor != "nvidia") out += "  vendor: " + g.vendor + "\n";
   out += Commented("  memory: " + YamlBytes(g.memory_bytes), "as the driver reports it");
   out += Commented("  driver_reserved: " + YamlBytes(g.reserved_bytes), "nvidia-smi -q Reserved: not allocatable");
   if (g.bf16_flops > 0 || g.fp16_flops > 0) {

@@ -177,7 +177,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops", "fp4_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
                                    "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "driver_reserved",
-                                   "also_named", "source"};
+                                   "also_named", "source", "vendor"};
   if (inline_spec) keys.push_back("name");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
   GpuSpec g;
@@ -231,6 +231,11 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   g.nic_bandwidth = nic.value_or(0);
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> sms, doc.Int(node, "sms", 1, 1 << 20));
   g.sms = static_cast<int>(sms.value_or(0));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> vendor, doc.String(node, "vendor"));
+  g.vendor = vendor.value_or("nvidia");
+  if (g.vendor == "amd" && !cc) g.compute_capability = 0;  // no CUDA compute capability
+  if (g.vendor != "nvidia" && g.vendor != "amd")
+    return doc.ErrorAt(node["vendor"], "vendor: expected nvidia or amd, got \"" + g.vendor + "\"");
   return g;
 }
 

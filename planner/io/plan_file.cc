@@ -33,8 +33,9 @@ std::string ClusterYaml(const ClusterSpec& c) {
     << ", bf16_tflops: " << Num(g.bf16_flops / 1e12) << ", fp16_tflops: " << Num(g.fp16_flops / 1e12)
     << ", fp8_tflops: " << Num(g.fp8_flops / 1e12) << ", fp4_tflops: " << Num(g.fp4_flops / 1e12)
     << ", fp32_tflops: " << Num(g.fp32_flops / 1e12)
-    << ", memory_bandwidth: " << BandwidthText(g.memory_bandwidth) << ", nvlink_bandwidth: " << BandwidthText(g.nvlink_bandwidth)
-    << ", compute_capability: " << g.compute_capability;
+    << ", memory_bandwidth: " << BandwidthText(g.memory_bandwidth) << ", nvlink_bandwidth: " << BandwidthText(g.nvlink_bandwidth);
+  if (g.compute_capability > 0) o << ", compute_capability: " << g.compute_capability;
+  if (g.vendor != "nvidia") o << ", vendor: " << g.vendor;
   if (g.tdp_watts > 0) o << ", tdp: " << Num(g.tdp_watts) << " W";
   if (g.power_limit_watts > 0) o << ", power_limit: " << Num(g.power_limit_watts) << " W";
   if (g.nvlink_domain > 0) o << ", nvlink_domain: " << g.nvlink_domain;

@@ -327,6 +327,29 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
       << gh200.message();
 }
 
+// AMD Instinct parts read by the names ROCm prints and reports write; their memory is priced as
+// any GPU's (PyTorch on an MI300X reports 191.98 GiB of total capacity), their step time is not.
+TEST(ClusterReads, AmdInstinct) {
+  for (const char* written : {"MI300X", "AMD Instinct MI300X", "mi300x 192GB", "AMD MI300X"}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 8\ngpu: ") + written + "\n");
+    ASSERT_TRUE(cl.ok()) << written << ": " << cl.status().message();
+    EXPECT_EQ(cl->gpu.name, "mi300x-192gb") << written;
+    EXPECT_EQ(cl->gpu.vendor, "amd");
+    EXPECT_FALSE(StepTimeKnown(cl->gpu));
+    EXPECT_NEAR(ToGiB(UsableMemory(cl->gpu)), 191.98, 0.01);
+  }
+  for (const char* written : {"MI325X", "MI355X"}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 8\ngpu: ") + written + "\n");
+    ASSERT_TRUE(cl.ok()) << written << ": " << cl.status().message();
+    EXPECT_EQ(cl->gpu.vendor, "amd");
+  }
+  auto h100 = ReadCluster("gpus_per_node: 8\ngpu: H100\n");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_TRUE(StepTimeKnown(h100->gpu));
+  Status vendor = ClusterError("gpus_per_node: 1\ngpu: {name: x, memory: 16 GiB, bf16_tflops: 100, vendor: intel}\n");
+  EXPECT_NE(vendor.message().find("vendor: expected nvidia or amd, got \"intel\""), std::string::npos) << vendor.message();
+}
+
 // The names launchers and job specs give the cluster's settings (torchrun's nnodes and
 // nproc_per_node, num_nodes, gpu_type) read as ours; one given under two names is refused.
 TEST(ClusterReads, LauncherNames) {
