@@ -86,7 +86,7 @@ std::vector<std::string> SummaryRow(const CapacityReport& rep, const KindResult&
   const bool train = rep.target.training();
   const std::string gpu = k.kind.node.gpu.name;
   if (k.answer < 0) {
-    std::string why = "meets nothing";
+    std::string why = k.points.empty() && !k.advice.empty() ? Short(k.advice.front()) : "meets nothing";
     if (k.closest >= 0) {
       const CapacityPoint& c = k.points[static_cast<size_t>(k.closest)];
       why += ": closest " + Count(c.gpus) + " GPUs" +

@@ -133,7 +133,12 @@ int Run(const PlanFlags& f) {
                 Thousands(r.estimated).c_str(), Thousands(r.feasible).c_str(), seconds,
                 Thousands(static_cast<long long>(r.considered / std::max(seconds, 1e-9))).c_str());
     for (const std::string& a : narrowed) std::cout << "assumed: " << a << "\n";
-    if (!narrowed.empty()) std::cout << "\n";
+    const GpuSpec& gpu = in->cluster.gpu;
+    const bool proxy = !StepTimeKnown(gpu) && (gpu.bf16_flops > 0 || gpu.fp16_flops > 0);
+    if (proxy)
+      std::cout << "ranked: by the step time NVIDIA-measured kernels would take at the " << gpu.display_name
+                << "'s datasheet peaks; its own step time is not modelled, so none is printed\n";
+    if (!narrowed.empty() || proxy) std::cout << "\n";
     std::cout.flush();
     if (r.plans.empty()) {
       std::cout << "NOTHING FITS.\n" << r.binding << "\n";
@@ -143,9 +148,10 @@ int Run(const PlanFlags& f) {
       Table t({"#", "layout", "peak GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
       for (size_t i = 0; i < r.plans.size(); ++i) {
         const Candidate& c = r.plans[i];
+        const bool timed = StepTimeKnown(gpu);  // else "-": no step time is modelled
         t.Row({std::to_string(i + 1), CompactLayout(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
-               Fixed(ToGiB(c.memory.headroom_bytes), 1), Fixed(c.time.step_seconds, 3),
-               Fixed(c.time.tokens_per_second_per_gpu, 0), Fixed(100 * c.time.mfu, 1) + "%"});
+               Fixed(ToGiB(c.memory.headroom_bytes), 1), timed ? Fixed(c.time.step_seconds, 3) : "-",
+               timed ? Fixed(c.time.tokens_per_second_per_gpu, 0) : "-", timed ? Fixed(100 * c.time.mfu, 1) + "%" : "-"});
       }
       std::cout << t.Render() << "\n";
       for (size_t i = 0; i < r.plans.size(); ++i) std::cout << i + 1 << ". " << r.plans[i].reason << "\n";

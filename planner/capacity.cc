@@ -111,6 +111,12 @@ KindResult SweepKind(const Sweep& s, const GpuKind& kind,
                      const std::function<void(int64_t, const std::string&)>& progress) {
   KindResult k;
   k.kind = kind;
+  // A training target is a time; a GPU whose step time is not modelled cannot meet or miss it.
+  if (s.target.training() && !StepTimeKnown(kind.node.gpu)) {
+    k.advice.push_back("step time not modelled for " + kind.node.gpu.display_name +
+                       " (kernel efficiencies are measured on NVIDIA GPUs); shardplan plan answers whether a layout fits");
+    return k;
+  }
   const int gpn = std::max(1, kind.node.gpus_per_node);
   int max_nodes = std::max(1, (s.target.kind == CapacityTarget::Kind::kTrainGpus ? s.target.gpus : s.limits.max_gpus) / gpn);
   // A node shape with no network between nodes (a workstation) cannot grow past one.

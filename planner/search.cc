@@ -25,7 +25,7 @@ int64_t Overshoot(const MemoryEstimate& e) {
 }
 
 int64_t SpeedBucket(const Candidate& c) {
-  const double tps = c.time.tokens_per_second_per_gpu;
+  const double tps = c.rank_tokens_per_second;
   return tps > 0 ? static_cast<int64_t>(std::floor(std::log(tps) / std::log(1.01))) : INT64_MIN;
 }
 
@@ -41,7 +41,17 @@ bool Better(const Candidate& a, const Candidate& b) {
   const int64_t sa = SpeedBucket(a), sb = SpeedBucket(b);
   if (sa != sb) return sa > sb;
   if (a.memory.headroom_bytes != b.memory.headroom_bytes) return a.memory.headroom_bytes > b.memory.headroom_bytes;
-  return a.time.tokens_per_second_per_gpu > b.time.tokens_per_second_per_gpu;
+  return a.rank_tokens_per_second > b.rank_tokens_per_second;
+}
+
+// The cluster the ranking prices a GPU without a modelled step time on: the same datasheet
+// peaks under NVIDIA's measured kernel efficiencies (Hopper's where it has no compute
+// capability). Unused where the step time is known, or where there is no peak to scale.
+ClusterSpec RankingCluster(const ClusterSpec& c) {
+  ClusterSpec proxy = c;
+  proxy.gpu.vendor = "nvidia";
+  if (proxy.gpu.compute_capability == 0) proxy.gpu.compute_capability = 90;
+  return proxy;
 }
 
 // A layout's hash (FNV-1a of its string): which fits the sample keeps, independent of the
@@ -120,7 +130,8 @@ struct Worker {
   // Prices on the fast path (first and last stage) and keeps `keep` best candidates.
   Worker(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
          const CostModels& models, size_t keep)
-      : m(m), w(w), c(c), opt(opt), models(models), fast(opt.memory), keep(keep) {
+      : m(m), w(w), c(c), opt(opt), models(models), fast(opt.memory), keep(keep), ranking(RankingCluster(c)),
+        proxy_ranking(!StepTimeKnown(c.gpu) && StepTimeKnown(ranking.gpu)) {
     fast.extreme_stages_only = true;
   }
 
@@ -136,6 +147,8 @@ struct Worker {
   bool has_closest = false;
   Candidate closest;
   Seen seen;
+  ClusterSpec ranking;  // RankingCluster(c)
+  bool proxy_ranking = false;
 
   void Offer(Candidate&& cand) {
     if (best.size() >= keep && !Better(cand, best.back())) return;
@@ -167,6 +180,8 @@ struct Worker {
     }
     ++feasible;
     Candidate cand{*l, std::move(e), models.time(m, w, *l, c), {}};
+    cand.rank_tokens_per_second =
+        proxy_ranking ? models.time(m, w, *l, ranking).tokens_per_second_per_gpu : cand.time.tokens_per_second_per_gpu;
     if (opt.sample > 0)
       seen.Fit({*l, cand.memory.fullest().device_peak, cand.time.step_seconds, cand.time.tokens_per_second_per_gpu, true,
                 false, LayoutKey(*l)});

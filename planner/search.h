@@ -64,6 +64,11 @@ struct Candidate {
   MemoryEstimate memory;
   TimeEstimate time;
   std::string reason;
+  // The speed the ranking uses: the time's tokens/s, or, on a GPU whose step time is not
+  // modelled (StepTimeKnown: AMD Instinct), what NVIDIA-measured kernels would do at its
+  // datasheet peaks, so plans still order by their structure (offload, recomputation,
+  // communication) rather than by memory alone. Never printed as a speed.
+  double rank_tokens_per_second = 0;
 };
 
 struct SearchResult {

@@ -130,6 +130,12 @@ expect user-inputs-ac "$tmp/out" "assumed: ac: full (torchtune's configs set ena
 expect user-inputs-master "$tmp/out" "assumed: master_weights: none (torchtune trains in pure bf16"
 check user-inputs-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2 --json
 json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["master_weights"] and j["time"]["known"] is False and j["layout"]["framework"] == "torchtune" and j["layout"]["engine"] == "fsdp"'
+# An AMD node: the memory answered, no step time claimed, plans ranked by their structure.
+printf 'name: mi\nnodes: 1\ngpus_per_node: 8\ngpu: MI300X\n' > "$tmp/mi300x.yaml"
+check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --layout framework=fsdp,mbs=1 --json
+json amd-estimate-json 'j["time"]["known"] is False and j["memory"]["per_gpu"]["fits"] and j["cluster"]["gpu"] == "mi300x-192gb"'
+check amd-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --top 3
+expect amd-plan-ranked "$tmp/out" "ranked: by the step time NVIDIA-measured kernels would take at the AMD Instinct MI300X's datasheet peaks"
 # A framework with no recomputation default of its own: the least that fits, said aloud.
 check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
 expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"
