@@ -440,13 +440,6 @@ Status ReadMlpLayerTypes(const Reader& r, ModelSpec& m, int64_t first_dense) {
   return Status::Ok();
 }
 
-// Solar Open, K-EXAONE and GLM-4.7-Flash (transformers modeling_solar_open.py,
-// modeling_exaone_moe.py, modeling_glm4_moe_lite.py): DeepSeek-V3's MoE block (routed SwiGLU
-// experts of moe_intermediate_size, one shared MLP of that width times the shared count, a
-// bias-free router with its e_score_correction_bias) under three attentions. Solar Open: GQA,
-// q/k/v biased under attention_bias and every layer MoE. K-EXAONE: GQA with per-head q_norm and
-// k_norm, no biases, three of every four layers sliding. GLM-4.7-Flash: DeepSeek's MLA.
-// Solar-Open-100B counts 102,651,793,408 parameters with the class defaults.
 Status ReadSlidingLayers(const Reader& r, ModelSpec& m, int64_t fallback);
 
 // ERNIE 4.5's MoE (transformers modeling_ernie4_5_moe.py): layer l is MoE when
@@ -473,6 +466,14 @@ Status ReadErnieMoe(const Reader& r, ModelSpec& m) {
   return Status::Ok();
 }
 
+// Solar Open, K-EXAONE, GLM-4.7-Flash and dots.llm1 (transformers modeling_solar_open.py,
+// modeling_exaone_moe.py, modeling_glm4_moe_lite.py, modeling_dots1.py): DeepSeek-V3's MoE block
+// (routed SwiGLU experts of moe_intermediate_size, one shared MLP of that width times the shared
+// count, a bias-free router with its e_score_correction_bias) under four attentions. Solar Open:
+// GQA, q/k/v biased under attention_bias and every layer MoE. K-EXAONE: GQA with per-head q_norm
+// and k_norm, no biases, three of every four layers sliding. GLM-4.7-Flash: DeepSeek's MLA.
+// dots.llm1: GQA with per-head q/k norms, full attention. Solar Open's class defaults count
+// 102,651,793,408 parameters and 6,144 router correction biases.
 Status ReadSharedExpertMoe(const Reader& r, const std::string& type, ModelSpec& m) {
   const bool exaone = type == "exaone_moe", glm = type == "glm4_moe_lite";
   if (type == "dots1") {  // Dots1Config: the experts' counts are None unless the file gives them
