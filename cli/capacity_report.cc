@@ -103,8 +103,10 @@ std::vector<std::string> SummaryRow(const CapacityReport& rep, const KindResult&
   if (train)
     return {gpu, Count(p.gpus), Fixed(p.train_seconds / 86400, 1), Fixed(100 * p.plan.time.mfu, 1) + "%",
             Count(static_cast<long long>(p.gpu_hours())), per_hour, price > 0 ? Dollars(p.gpu_hours() * price) : "-", layout};
-  return {gpu, Count(p.gpus), Count(p.sequences), Fixed(p.request_tokens_per_s, 1), Fixed(p.ttft_seconds, 3),
-          Count(static_cast<long long>(p.tokens_per_s)), price > 0 ? Dollars(price * p.gpus) : "-",
+  const bool timed = StepTimeKnown(k.kind.node.gpu);  // else the speeds are "-": memory answered, time not modelled
+  return {gpu, Count(p.gpus), Count(p.sequences), timed ? Fixed(p.request_tokens_per_s, 1) : "-",
+          timed ? Fixed(p.ttft_seconds, 3) : "-", timed ? Count(static_cast<long long>(p.tokens_per_s)) : "-",
+          price > 0 ? Dollars(price * p.gpus) : "-",
           price > 0 && p.tokens_per_s > 0 ? Dollars(price * p.gpus / (p.tokens_per_s * 3600) * 1e6) : "-", layout};
 }
 
@@ -136,8 +138,11 @@ std::string CurveText(const CapacityReport& rep, const KindResult& k) {
       }
       t.Row({gpus, Fixed(p.train_seconds / 86400, 1), speedup, eff, Fixed(100 * p.plan.time.mfu, 1) + "%", layout});
     } else {
-      t.Row({gpus, Count(p.sequences), Fixed(p.request_tokens_per_s, 1), Fixed(p.ttft_seconds, 3), Count(static_cast<long long>(p.tokens_per_s)),
-             Fixed(p.tokens_per_s / p.gpus, 0), layout});
+      if (StepTimeKnown(k.kind.node.gpu))
+        t.Row({gpus, Count(p.sequences), Fixed(p.request_tokens_per_s, 1), Fixed(p.ttft_seconds, 3),
+               Count(static_cast<long long>(p.tokens_per_s)), Fixed(p.tokens_per_s / p.gpus, 0), layout});
+      else
+        t.Row({gpus, Count(p.sequences), "-", "-", "-", "-", layout});
     }
     prev = &p;
   }

@@ -38,8 +38,9 @@ std::string_view DtypeName(Dtype d) {
 
 std::optional<Dtype> ParseDtype(std::string_view written) {
   // As sources write them: any case, and the mixed-precision and FP8 recipe labels of
-  // Lightning/NeMo (bf16-mixed), Megatron-Bridge's tables (FP8-CS, MXFP8) and torchtitan's
-  // (float8 tensorwise, float8 rowwise: torchao's recipe names). The scaling recipe is not
+  // Lightning/NeMo (bf16-mixed), Composer/llm-foundry (amp_bf16, amp_fp8), Megatron-Bridge's
+  // tables (FP8-CS, MXFP8) and torchtitan's (float8 tensorwise, float8 rowwise: torchao's
+  // recipe names). The scaling recipe is not
   // priced apart: each is 8-bit GEMMs over 16-bit master weights.
   const std::string s = Spelling(written);
   constexpr std::string_view kFp8Recipes[] = {"tensorwise", "rowwise", "rowwise-with-gw-hp", "delayed",
@@ -50,10 +51,11 @@ std::optional<Dtype> ParseDtype(std::string_view written) {
     if (std::find(std::begin(kFp8Recipes), std::end(kFp8Recipes), recipe) != std::end(kFp8Recipes)) return Dtype::kFp8;
   }
   if (s == "fp32" || s == "float32" || s == "float" || s == "32" || s == "32-true") return Dtype::kFp32;
-  if (s == "bf16" || s == "bfloat16" || s == "bf16-mixed" || s == "bf16-true") return Dtype::kBf16;
-  if (s == "fp16" || s == "float16" || s == "half" || s == "16-mixed" || s == "fp16-mixed") return Dtype::kFp16;
+  if (s == "bf16" || s == "bfloat16" || s == "bf16-mixed" || s == "bf16-true" || s == "amp-bf16") return Dtype::kBf16;
+  if (s == "fp16" || s == "float16" || s == "half" || s == "16-mixed" || s == "fp16-mixed" || s == "amp-fp16")
+    return Dtype::kFp16;
   if (s == "fp8" || s == "float8" || s == "float8-e4m3fn" || s == "fp8-cs" || s == "fp8-ds" || s == "fp8-mx" ||
-      s == "mxfp8" || s == "fp8-hybrid" || s == "fp8-blockwise" || s == "fp8-mixed")
+      s == "mxfp8" || s == "fp8-hybrid" || s == "fp8-blockwise" || s == "fp8-mixed" || s == "amp-fp8")
     return Dtype::kFp8;
   if (s == "int8") return Dtype::kInt8;
   if (s == "int4" || s == "gptq" || s == "awq") return Dtype::kInt4;

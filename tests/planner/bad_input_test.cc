@@ -588,8 +588,8 @@ TEST(ClusterRejects, FuzzFoundNamesAndNics) {
   EXPECT_NE(bw.find("intra_node.bandwidth: expected a rate above 0"), std::string::npos) << bw;
 }
 
-// Sources write precisions and tasks their own way (BF16, bf16-mixed, FP8-CS, MXFP8, float8
-// rowwise, SFT, Pre-training); each reads as the dtype or task it names, and layout switches take any case.
+// Sources write precisions and tasks their own way (BF16, bf16-mixed, amp_bf16, FP8-CS, MXFP8,
+// float8 rowwise, SFT, Pre-training); each reads as the dtype or task it names, and layout switches take any case.
 TEST(Documents, SpellingsSourcesUse) {
   struct Case {
     const char* yaml;
@@ -603,6 +603,8 @@ TEST(Documents, SpellingsSourcesUse) {
                         Case{"task: pretrain\nprecision: float8 rowwise\n", Task::kPretrain, Dtype::kFp8},
                         Case{"task: pretrain\nprecision: Float8 Tensorwise\n", Task::kPretrain, Dtype::kFp8},
                         Case{"task: pretrain\nprecision: fp8_delayed_scaling\n", Task::kPretrain, Dtype::kFp8},
+                        Case{"task: pretrain\nprecision: amp_bf16\n", Task::kPretrain, Dtype::kBf16},
+                        Case{"task: pretrain\nprecision: amp_fp8\n", Task::kPretrain, Dtype::kFp8},
                         Case{"task: Inference\nprecision: FP16\n", Task::kInference, Dtype::kFp16}}) {
     auto doc = Document::Parse("w.yaml", c.yaml);
     ASSERT_TRUE(doc.ok());
