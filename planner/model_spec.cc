@@ -167,6 +167,22 @@ int64_t VisionParams(const ModelSpec& m) {
     const int64_t in = w * v.feature_layers, bias = v.projector_bias ? 2 * v.out : 0;
     return tower + in * v.out + v.out * v.out + bias + (v.kind == "llava_next" ? v.out : 0);
   }
+  if (v.kind == "internvl") {
+    // InternViT under InternVL's projector (transformers InternVLVisionModel, and the remote
+    // code's InternVisionModel): a class token, (image / patch)^2 + 1 learned positions, a biased
+    // patch Conv2d; blocks of two layer scales, q/k/v (biased under qkv_bias) with q/k RMSNorms
+    // over the width under qk_norm, a biased output projection, a biased fc1/fc2 MLP and two
+    // norms (LayerNorm, or RMSNorm under rms_norm); the projector (mlp1) a LayerNorm over the
+    // pixel-shuffled width (w x merge^2) and two biased Linears to the text width.
+    // InternVL3-8B's InternViT-300M and projector count 337,509,376 with a 4,096-wide text tower.
+    const int64_t side = v.patch > 0 ? v.image / v.patch : 0;
+    const int64_t norm = v.rms_norm ? w : 2 * w;
+    const int64_t block = 2 * w + 3 * w * w + (v.qkv_bias ? 3 * w : 0) + (v.qk_norm ? 2 * w : 0) + (w * w + w) +
+                          (w * f + f) + (f * w + w) + 2 * norm;
+    const int64_t in = w * v.merge * v.merge;
+    const int64_t embed = w + (side * side + 1) * w + (v.in_channels * v.patch * v.patch * w + w);
+    return embed + v.depth * block + 2 * in + (in * v.out + v.out) + (v.out * v.out + v.out);
+  }
   if (v.kind == "gemma3") {
     // transformers SiglipVisionModel under Gemma3's projector: a biased patch Conv2d, learned
     // positions for (image / patch)^2 patches, LayerNorm pre-norm blocks with biased q/k/v/o

@@ -152,6 +152,7 @@ struct ModelSpec {
     int64_t image = 0;              // learned positions: SigLIP (Gemma 3) the image side, Qwen3.5 their count
     bool projector_bias = false;    // Mistral 3: multimodal_projector_bias
     bool pooling_head = false;      // SigLIP (Gemma 3): vision_use_head's attention-pooling head
+    bool qkv_bias = false, qk_norm = false, rms_norm = false;  // InternViT (InternVL): its attention and norms
     int64_t deepstack = 0;          // Qwen3-VL: extra mergers fed from these ViT blocks (deepstack_visual_indexes)
     int64_t feature_layers = 0;     // LLaVA: ViT layers concatenated into the projector (vision_feature_layer)
     int64_t out = 0;                // the merger's (projector's) output, the text tower's width

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -1312,6 +1314,49 @@ Status ReadClipVision(const Document& doc, const YAML::Node& root, ModelSpec::Vi
   return ReadVitWidths(r, {12, 768, 3072, 32, 224}, v);
 }
 
+// A size given as one number or as [height, width] (InternVLVisionConfig writes lists): the first.
+StatusOr<int64_t> ReadSide(const Reader& r, const char* key, int64_t fallback) {
+  const YAML::Node n = r.node[key];
+  if (n.IsDefined() && n.IsSequence()) {
+    const std::string expected = std::string(key) + ": expected a size or [height, width] from 1 to 65536";
+    if (n.size() == 0 || !n[0].IsScalar()) return r.doc.ErrorAt(n, expected);
+    const std::string& text = n[0].Scalar();
+    int64_t side = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), side);
+    if (ec != std::errc() || end != text.data() + text.size() || side < 1 || side > (1 << 16)) return r.doc.ErrorAt(n[0], expected);
+    return side;
+  }
+  return r.Int(key, fallback, 1, 1 << 16);
+}
+
+// InternVL's InternViT (transformers InternVLVisionConfig under InternVLConfig, or the remote
+// code's InternVisionConfig under InternVLChatConfig) and the pixel shuffle before its projector
+// (downsample_ratio, 0.5: 2 x 2 patches into one token). The two spell the attention switches
+// differently (attention_bias / use_qk_norm, qkv_bias / qk_normalization) and default the norm
+// differently (layer_norm / rms_norm). InternViT-300M's widths are the defaults.
+Status ReadInternVision(const Document& doc, const YAML::Node& root, ModelSpec::VisionTower& v, bool remote) {
+  v.kind = "internvl";
+  SP_ASSIGN_OR_RETURN(std::optional<double> ratio, doc.Number(root, "downsample_ratio", 0.01, 1));
+  v.merge = std::max<int64_t>(1, static_cast<int64_t>(std::llround(1 / ratio.value_or(0.5))));
+  YAML::Node cfg(YAML::NodeType::Map);  // absent: InternViT-300M's defaults
+  if (const YAML::Node given = root["vision_config"]; given.IsDefined() && !given.IsNull()) cfg.reset(given);
+  SP_RETURN_IF_ERROR(doc.ExpectMap(cfg, "vision_config"));
+  const Reader r{doc, cfg};
+  SP_ASSIGN_OR_RETURN(v.depth, r.Int("num_hidden_layers", 24, 1, kMaxVisionDepth));
+  SP_ASSIGN_OR_RETURN(v.width, r.Int("hidden_size", 1024, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.intermediate, r.Int("intermediate_size", 4096, 1, kMaxVisionWidth));
+  SP_ASSIGN_OR_RETURN(v.patch, ReadSide(r, "patch_size", 14));
+  SP_ASSIGN_OR_RETURN(v.image, ReadSide(r, "image_size", 448));
+  SP_ASSIGN_OR_RETURN(v.in_channels, r.Int("num_channels", 3, 1, 64));
+  SP_ASSIGN_OR_RETURN(v.qkv_bias, r.Bool(remote ? "qkv_bias" : "attention_bias", false));
+  SP_ASSIGN_OR_RETURN(v.qk_norm, r.Bool(remote ? "qk_normalization" : "use_qk_norm", false));
+  SP_ASSIGN_OR_RETURN(std::string norm, r.Str("norm_type", remote ? "rms_norm" : "layer_norm"));
+  if (norm != "rms_norm" && norm != "layer_norm")
+    return doc.ErrorAt(cfg["norm_type"], "vision_config.norm_type: expected rms_norm or layer_norm, got \"" + norm + "\"");
+  v.rms_norm = norm == "rms_norm";
+  return Status::Ok();
+}
+
 // Mistral 3's Pixtral encoder (PixtralVisionConfig under Mistral3Config; Mistral Small 3.1's
 // values as defaults) and the projector's settings, which sit at the top of the config.
 Status ReadPixtralVision(const Document& doc, const YAML::Node& root, ModelSpec::VisionTower& v) {
@@ -1439,6 +1484,7 @@ const std::vector<std::string>& SupportedModelTypes() {
     for (const auto& [alias, _] : kSameArchitecture) v.push_back(alias);
     v.insert(v.end(), {"qwen2_vl", "qwen2_5_vl"});  // qwen2 text towers with a vision encoder
     v.insert(v.end(), {"llava", "llava_next"});     // text_config's tower behind a CLIP encoder
+    v.insert(v.end(), {"internvl", "internvl_chat"});  // a text tower behind InternViT
     std::sort(v.begin(), v.end());
     return v;
   }();
@@ -1676,15 +1722,24 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   // LLaVA and LLaVA-NeXT (LlavaForConditionalGeneration, LlavaNextForConditionalGeneration): a
   // CLIP encoder and projector counted apart (ReadClipVision) and whichever text tower
   // text_config names (llama by default, as LlavaConfig builds it).
-  if (*type == "llava" || *type == "llava_next") {
-    SP_RETURN_IF_ERROR(ReadClipVision(doc, root, vision, *type));
-    YAML::Node text = node["text_config"];
+  // InternVL (InternVLForConditionalGeneration, text_config; the remote code's InternVLChatModel,
+  // llm_config): an InternViT encoder and projector counted apart (ReadInternVision) and whichever
+  // text tower the config names (qwen2 by default, as InternVLConfig builds it).
+  const bool internvl = *type == "internvl" || *type == "internvl_chat";
+  if (*type == "llava" || *type == "llava_next" || internvl) {
+    if (internvl) {
+      SP_RETURN_IF_ERROR(ReadInternVision(doc, root, vision, *type == "internvl_chat"));
+    } else {
+      SP_RETURN_IF_ERROR(ReadClipVision(doc, root, vision, *type));
+    }
+    YAML::Node text = node[*type == "internvl_chat" ? "llm_config" : "text_config"];
     if (!text.IsDefined() || text.IsNull()) text = YAML::Node(YAML::NodeType::Map);
     SP_RETURN_IF_ERROR(doc.ExpectMap(text, "text_config"));
     node.reset(text);
     SP_ASSIGN_OR_RETURN(std::optional<std::string> text_type, doc.String(node, "model_type"));
-    type = text_type.value_or("llama");
-    if (kTextTowers.count(*type) || *type == "llava" || *type == "llava_next" || *type == "qwen2_vl" || *type == "qwen2_5_vl")
+    type = text_type.value_or(internvl ? "qwen2" : "llama");
+    if (kTextTowers.count(*type) || *type == "llava" || *type == "llava_next" || *type == "qwen2_vl" || *type == "qwen2_5_vl" ||
+        *type == "internvl" || *type == "internvl_chat")
       return doc.ErrorAt(node["model_type"], "text_config.model_type: expected a decoder-only text model, got \"" + *type + "\"");
     if (!node["torch_dtype"].IsDefined() && !node["dtype"].IsDefined()) {
       Reader top{doc, root};
@@ -1985,7 +2040,8 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
   if (wrapper == "qwen2_vl") m.decoder_layer_class = "Qwen2VLDecoderLayer";
   if (wrapper == "qwen2_5_vl") m.decoder_layer_class = "Qwen2_5_VLDecoderLayer";
   m.vision = vision;
-  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3" || m.vision.kind == "llava" || m.vision.kind == "llava_next")
+  if (m.vision.kind == "gemma3" || m.vision.kind == "mistral3" || m.vision.kind == "llava" || m.vision.kind == "llava_next" ||
+      m.vision.kind == "internvl")
     m.vision.out = m.hidden;  // the projector's output
   Status valid = ValidateModel(m);
   if (!valid.ok()) return doc.ErrorAt(node, valid.message());

@@ -146,7 +146,7 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
   const std::string& kind = m.vision.kind;
   const bool qwen_vit = kind == "qwen3_5" || kind == "qwen3_5_moe" || kind == "qwen3_vl" || kind == "qwen3_vl_moe";
   const bool llava = kind == "llava" || kind == "llava_next";
-  if (kind == "gemma3" || kind == "mistral3" || qwen_vit || llava) {
+  if (kind == "gemma3" || kind == "mistral3" || qwen_vit || llava || kind == "internvl") {
     // These VLMs nest their text tower in text_config, beside vision_config and, at the top,
     // quantization_config (and Mistral 3's and LLaVA's projector settings).
     ModelSpec text = m;
@@ -167,6 +167,16 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
         << "\n" << in << "hidden_size: " << v.width << "\n" << in << "intermediate_size: " << v.intermediate << "\n" << in
         << "patch_size: " << v.patch << "\n" << in << "image_size: " << v.image << "\n" << in << "num_channels: " << v.in_channels
         << "\n";
+      if (m.quant.quantized()) Quantization(g, pad, m.quant);
+      return g.str();
+    }
+    if (kind == "internvl") {  // transformers' InternVLConfig keys, whichever format was read
+      g << pad << "downsample_ratio: " << 1.0 / static_cast<double>(v.merge) << "\n" << pad << "vision_config:\n" << in
+        << "num_hidden_layers: " << v.depth << "\n" << in << "hidden_size: " << v.width << "\n" << in
+        << "intermediate_size: " << v.intermediate << "\n" << in << "patch_size: " << v.patch << "\n" << in
+        << "image_size: " << v.image << "\n" << in << "num_channels: " << v.in_channels << "\n" << in
+        << "attention_bias: " << (v.qkv_bias ? "true" : "false") << "\n" << in << "use_qk_norm: " << (v.qk_norm ? "true" : "false")
+        << "\n" << in << "norm_type: " << (v.rms_norm ? "rms_norm" : "layer_norm") << "\n";
       if (m.quant.quantized()) Quantization(g, pad, m.quant);
       return g.str();
     }

@@ -98,6 +98,32 @@ TEST(Families, EveryTypeReadsFromItsDefaultsAndBack) {
   }
 }
 
+// InternVL: the text tower its config names behind InternViT. InternVL2.5/3-78B's InternViT-6B
+// (45 blocks of 3,200, RMSNorms, q/k norms, no qkv bias) and projector to an 8,192-wide Qwen2.5
+// count 5,708,504,448 on the meta device (transformers InternVLModel with those widths); the
+// remote code's internvl_chat config (llm_config, qk_normalization, norm_type) reads the same.
+TEST(Families, InternVlBothFormats) {
+  auto chat = FromJson(R"({"architectures":["InternVLChatModel"],"model_type":"internvl_chat","downsample_ratio":0.5,
+    "template":"internvl2_5","llm_config":{"model_type":"qwen2","hidden_size":8192,"intermediate_size":29568,
+    "num_hidden_layers":2,"num_attention_heads":64,"num_key_value_heads":8,"vocab_size":152064,"tie_word_embeddings":false},
+    "vision_config":{"model_type":"intern_vit_6b","hidden_size":3200,"intermediate_size":12800,"num_hidden_layers":45,
+    "num_attention_heads":25,"qkv_bias":false,"qk_normalization":true,"norm_type":"rms_norm","image_size":448,"patch_size":14}})");
+  ASSERT_TRUE(chat.ok()) << chat.status().message();
+  EXPECT_EQ(chat->model_type, "qwen2");
+  EXPECT_EQ(CountParams(*chat).vision, 5'708'504'448);
+  auto hf = FromJson(R"({"model_type":"internvl","text_config":{"model_type":"qwen2","hidden_size":8192,
+    "intermediate_size":29568,"num_hidden_layers":2,"num_attention_heads":64,"num_key_value_heads":8,"vocab_size":152064},
+    "vision_config":{"hidden_size":3200,"intermediate_size":12800,"num_hidden_layers":45,"use_qk_norm":true,
+    "norm_type":"rms_norm","image_size":[448,448],"patch_size":[14,14]}})");
+  ASSERT_TRUE(hf.ok()) << hf.status().message();
+  EXPECT_EQ(CountParams(*hf).vision, 5'708'504'448);
+  EXPECT_EQ(CountParams(*hf).total, CountParams(*chat).total);
+  auto bad = FromJson(R"({"model_type":"internvl","vision_config":{"patch_size":["x",14]}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("patch_size: expected a size or [height, width]"), std::string::npos) << bad.status().message();
+  for (const ModelSpec& m : {*chat, *hf}) ExpectReadsBack(m);
+}
+
 // The 2026 MoE families, each counted by transformers on the meta device (parameters plus the
 // routers' persistent e_score_correction_bias buffers). ERNIE-4.5-300B-A47B's widths (MoE from
 // layer 3, no shared experts): 299,484,163,264. A small ERNIE with use_bias, MoE in layers 1, 3
