@@ -134,7 +134,7 @@ int Run(const PlanFlags& f) {
                 Thousands(static_cast<long long>(r.considered / std::max(seconds, 1e-9))).c_str());
     for (const std::string& a : narrowed) std::cout << "assumed: " << a << "\n";
     const GpuSpec& gpu = in->cluster.gpu;
-    const bool proxy = !StepTimeKnown(gpu) && (gpu.bf16_flops > 0 || gpu.fp16_flops > 0);
+    const bool proxy = RanksByKernelProxy(gpu);
     if (proxy)
       std::cout << "ranked: by the step time NVIDIA-measured kernels would take at the " << gpu.display_name
                 << "'s datasheet peaks; its own step time is not modelled, so none is printed\n";
@@ -146,9 +146,9 @@ int Run(const PlanFlags& f) {
       for (const std::string& a : r.advice) std::cout << "  - " << a << "\n";
     } else {
       Table t({"#", "layout", "peak GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
+      const bool timed = StepTimeKnown(gpu);  // else "-": no step time is modelled
       for (size_t i = 0; i < r.plans.size(); ++i) {
         const Candidate& c = r.plans[i];
-        const bool timed = StepTimeKnown(gpu);  // else "-": no step time is modelled
         t.Row({std::to_string(i + 1), CompactLayout(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
                Fixed(ToGiB(c.memory.headroom_bytes), 1), timed ? Fixed(c.time.step_seconds, 3) : "-",
                timed ? Fixed(c.time.tokens_per_second_per_gpu, 0) : "-", timed ? Fixed(100 * c.time.mfu, 1) + "%" : "-"});

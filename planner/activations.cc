@@ -2,8 +2,6 @@
 // MoE top-k), recomputation, the micro-batches a pipeline stage keeps in flight, and the
 // logits and loss on the last stage. Constants: memory-model.md 2.3-2.4 and 4.5.
 #include <algorithm>
-#include <iterator>
-#include <string_view>
 #include <cmath>
 
 #include "planner/dtype.h"
@@ -97,16 +95,6 @@ double RoutedTokens(const MemoryContext& ctx, const Dims& d) {
   return d.s * d.b * std::min<double>(ctx.l.etp, d.sp_div) / d.sp_div;
 }
 
-// transformers' DeepSeek-style routers (DeepseekV3TopkRouter and its copies) run the gate
-// linear in fp32 on an fp32 copy of the hidden states, which autograd keeps: 4 bytes per
-// hidden unit. Qwen's, Mixtral's and MiniMax-M2's gates run in the model's dtype.
-bool RouterInputInFp32(const ModelSpec& m) {
-  static constexpr std::string_view kFp32Routers[] = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa",
-                                                      "glm4_moe",    "glm4_moe_lite", "dots1",      "ernie4_5_moe",
-                                                      "exaone_moe",  "solar_open",  "nemotron_h"};
-  return std::find(std::begin(kFp32Routers), std::end(kFp32Routers), m.model_type) != std::end(kFp32Routers);
-}
-
 double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const ModelSpec& m = ctx.m;
   const double sb = d.s * d.b;
@@ -116,8 +104,10 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
   const double k = static_cast<double>(m.experts_per_token) * defaults::MoeImbalance(ctx.l.ep);
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts) / d.sp_div;
-  // (Measured: a 2-layer K-EXAONE of width 512 saves 2,048 B per token per layer for it.)
-  if (HfStyle(ctx.l) && !ctx.r.compile && RouterInputInFp32(m)) bytes += 4 * sb * d.h / d.sp_div;
+  // transformers' DeepSeek-style routers keep the fp32 copy of the hidden states their gate
+  // runs on (ModelSpec::router_input_fp32): 4 bytes per hidden unit. (Measured: a 2-layer
+  // K-EXAONE of width 512 saves 2,048 B per token per layer for it.)
+  if (HfStyle(ctx.l) && !ctx.r.compile && m.router_input_fp32) bytes += 4 * sb * d.h / d.sp_div;
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
   // The permuted tokens (the experts' fc1 input), their intermediates, and -- where the
   // combine weights the experts' outputs by the router probabilities -- their fc2 output,
@@ -221,13 +211,6 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   return drop;
 }
 
-// Gemma's (VaultGemma's) and OLMo 2/3's (FlexOlmo's) RMSNorm multiply by the weight in fp32,
-// then cast (transformers' GemmaRMSNorm, Olmo2RMSNorm); llama's and the others' cast first.
-bool NormWeightInFp32(const ModelSpec& m) {
-  const std::string& t = m.model_type;
-  return t == "gemma" || t == "gemma2" || t == "gemma3_text" || t == "vaultgemma" || t == "olmo2" || t == "olmo3" ||
-         t == "flex_olmo";
-}
 
 // LoRA through peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters
 // in fp32, under the bf16 autocast the Trainer's bf16=True turns on.
@@ -263,7 +246,7 @@ double QkNormBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, bool 
   if ((!m.qk_norm && !m.qk_norm_whole) || !m.has_attention(layer) || m.attention != AttentionKind::kGqa) return 0;
   const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
   const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;
-  const double per = hf_norms ? 4 + (frozen ? 0 : NormWeightInFp32(m) ? 4 : 2) : 2;
+  const double per = hf_norms ? 4 + (frozen ? 0 : m.norm_weight_fp32 ? 4 : 2) : 2;
   return d.s * d.b * (per * width + 4 * rows);
 }
 
@@ -297,7 +280,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // and cast after (modeling_gemma.py GemmaRMSNorm: (1 + w) * x in fp32; Olmo2RMSNorm), so
     // theirs is fp32: 2sbh more. Gemma 2/3's norms after the attention and MLP outputs feed
     // the residual add, which saves nothing: their normalized tensor comes on top, 2 or 4 B.
-    const bool fp32_weight = NormWeightInFp32(m);
+    const bool fp32_weight = m.norm_weight_fp32;
     const int post = std::max(0, block_norms - m.sub_blocks(layer));
     norms += ((block_norms - post) * (fp32_weight ? 2 : 0) + post * (fp32_weight ? 4 : 2)) * sbh;
   }
@@ -308,7 +291,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // read it, in place of the bf16 run's 8 (10 for fp32-weight norms). Llama: +10h per token
     // per layer, Gemma +6h, Phi-3 (fused qkv and gate_up) +4h, as autograd saves them on the
     // CPU; the experts of an MoE layer read per-token copies either way, the router casts.
-    const double fp32_weight = hf_norms && NormWeightInFp32(m) ? 2 : 0;
+    const double fp32_weight = hf_norms && m.norm_weight_fp32 ? 2 : 0;
     if (m.has_attention(layer)) norms += (2 * NormReaders(m, layer, true) - fp32_weight) * sbh;
     if (m.has_ffn(layer)) norms += (2 * NormReaders(m, layer, false) - fp32_weight) * sbh;
   }

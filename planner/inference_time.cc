@@ -67,7 +67,7 @@ TimeEstimate EstimateInferenceTime(const ModelSpec& m, const Workload& w, const 
   if (m.layers <= 0 || m.hidden <= 0) return out;
   // Weight-only int8/int4 dequantize into 16-bit GEMMs; fp8 weights run fp8 GEMMs.
   const Hw hw = HardwareFor(c.gpu, wt == Dtype::kFp8 ? Dtype::kFp8 : w.precision, m.attention_impl);
-  if (hw.peak <= 0 || !StepTimeKnown(c.gpu)) return out;
+  if (!StepTimeKnown(c.gpu)) return out;
   const Replica r = ReplicaBytes(m, wt, kv, tp, pp);
   const double n_active = MatmulParamsPerToken(m) / (static_cast<double>(tp) * pp);
   const double heads = static_cast<double>(m.heads) / tp, dims = QkDim(m) + VDim(m);

@@ -75,6 +75,10 @@ struct ModelSpec {
                                     //   q_width + kv_width params
   bool parallel_residual = false;   // GPT-NeoX: attention and MLP read the same input
   bool gelu = false;                // activation is GeLU-family (else SiLU/ReLU)
+  // How transformers' modeling code computes, where it changes what autograd keeps (family
+  // traits, set by the reader from model_type):
+  bool norm_weight_fp32 = false;    // the RMSNorm multiplies by its weight in fp32, then casts (GemmaRMSNorm, Olmo2RMSNorm)
+  bool router_input_fp32 = false;   // the MoE gate runs on an fp32 copy of the hidden states (DeepseekV3TopkRouter)
   int64_t mlp_act_params = 0;       // learned activation scalars per dense MLP (Apertus' xIELU: 4)
   int64_t sliding_window = 0;       // tokens; 0 = full attention in every layer
   int sliding_window_pattern = 0;   // every N-th layer is global (Gemma3: 6); 0 = all sliding

@@ -131,7 +131,7 @@ struct Worker {
   Worker(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
          const CostModels& models, size_t keep)
       : m(m), w(w), c(c), opt(opt), models(models), fast(opt.memory), keep(keep), ranking(RankingCluster(c)),
-        proxy_ranking(!StepTimeKnown(c.gpu) && StepTimeKnown(ranking.gpu)) {
+        proxy_ranking(RanksByKernelProxy(c.gpu)) {
     fast.extreme_stages_only = true;
   }
 

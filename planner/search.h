@@ -59,6 +59,12 @@ struct SeenLayout {
   uint64_t key = 0;                  // a hash of the layout: picks the sample
 };
 
+// Whether the search ranks this GPU's layouts by the NVIDIA-kernel proxy (Candidate::
+// rank_tokens_per_second): its step time is not modelled, but it states a peak to scale.
+inline bool RanksByKernelProxy(const GpuSpec& gpu) {
+  return !StepTimeKnown(gpu) && (gpu.bf16_flops > 0 || gpu.fp16_flops > 0);
+}
+
 struct Candidate {
   Layout layout;
   MemoryEstimate memory;

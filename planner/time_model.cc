@@ -519,7 +519,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
                          l.sp, k.fused, k.flash, prec == Dtype::kFp4};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
-  if (x.hw.peak <= 0 || !StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
+  if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
   const int64_t micro = AtLeast1(l.grad_accum);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "configs/builtin.h"
@@ -1389,6 +1390,17 @@ bool GptEra(const std::string& type) {
 
 // Family traits that are not config keys.
 void ApplyFamily(const std::string& type, ModelSpec& m) {
+  // Gemma's (VaultGemma's) and OLMo 2/3's (FlexOlmo's) RMSNorm multiply by the weight in fp32,
+  // then cast; llama's and the others' cast first.
+  static const std::set<std::string> kFp32WeightNorms = {"gemma", "gemma2", "gemma3_text", "vaultgemma",
+                                                         "olmo2", "olmo3",  "flex_olmo"};
+  // DeepSeek-style routers (DeepseekV3TopkRouter and its copies) run the gate linear in fp32 on
+  // an fp32 copy of the hidden states; Qwen's, Mixtral's and MiniMax-M2's run in the model's dtype.
+  static const std::set<std::string> kFp32InputRouters = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa",
+                                                          "glm4_moe",    "glm4_moe_lite", "dots1",     "ernie4_5_moe",
+                                                          "exaone_moe",  "solar_open",  "nemotron_h"};
+  m.norm_weight_fp32 = kFp32WeightNorms.count(type) > 0;
+  m.router_input_fp32 = kFp32InputRouters.count(type) > 0;
   if (GptStyle(type)) {
     m.norm = NormKind::kLayer;
     m.mlp = MlpKind::kPlain;
