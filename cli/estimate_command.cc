@@ -10,6 +10,7 @@
 #include "planner/recipe.h"
 #include "planner/search.h"
 #include "planner/units.h"
+#include "topology/gpu_catalog.h"
 
 namespace shardplan::cli {
 namespace {
@@ -56,10 +57,28 @@ int Run(const EstimateFlags& f) {
       newer.fixed |= kKeyMbs;
       fits_with(p.workload, newer, "mbs=1", "torchtitan 2025-04 and later default to pipeline_parallel_microbatch_size 1");
     }
+    // A GPU name that covers several memory sizes was read as the smallest: say which larger
+    // one would hold this layout.
+    if (!p.memory.fits)
+      for (const std::string& key : p.cluster.larger_gpus) {
+        auto gpu = CatalogGpu(key);
+        if (!gpu.ok()) continue;
+        ClusterSpec bigger = p.cluster;
+        bigger.gpu = *gpu;
+        const MemoryEstimate e = EstimateMemory(p.model, p.workload, p.layout, bigger, p.memory_options);
+        if (!e.fits) continue;
+        p.assumed.push_back("on " + key + " this fits (device peak " + FormatBytes(e.fullest().device_peak) + " of " +
+                            FormatBytes(e.capacity_bytes) + "): name that GPU if yours is it");
+        break;
+      }
     const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;
     if (offloads && p.cluster.host_memory_bytes <= 0)
       p.assumed.push_back("host memory not stated in the cluster: the " + FormatBytes(p.memory.per_node_host_bytes) +
                           " per node that CPU offload needs is not checked (give host: {memory: ...})");
+    const bool to_nvme = p.layout.offload_optimizer == Offload::kNvme || p.layout.offload_params == Offload::kNvme;
+    if (to_nvme && p.cluster.nvme_bytes <= 0)
+      p.assumed.push_back("NVMe not stated in the cluster: the " + FormatBytes(p.memory.per_node_nvme_bytes) +
+                          " per node that NVMe offload needs is not checked (give nvme: {capacity: ...})");
   }
   const nlohmann::json j = PlanJson(p);
   if (!f.in.html.empty()) {

@@ -180,6 +180,13 @@ std::string EstimateText(const Plan& p) {
   out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": device peak " + FormatBytes(s.device_peak) + " of " +
          FormatBytes(e.capacity_bytes) + ", headroom " + FormatBytes(e.headroom_bytes) + " (required " +
          FormatBytes(e.headroom_required_bytes) + ")\n";
+  // The GPUs can fit while the offload's host side does not: say which.
+  if (e.gpu_fits && !e.host_fits)
+    out += "  host RAM: " + FormatBytes(e.per_node_host_bytes) + " per node needed, " +
+           FormatBytes(p.cluster.host_memory_bytes) + " stated\n";
+  if (e.gpu_fits && !e.nvme_fits)
+    out += "  NVMe: " + FormatBytes(e.per_node_nvme_bytes) + " per node needed, " + FormatBytes(p.cluster.nvme_bytes) +
+           " stated\n";
   return out;
 }
 

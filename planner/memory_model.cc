@@ -248,10 +248,12 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
   e.gpu_fits = full.device_peak <= e.capacity_bytes - e.headroom_required_bytes;
   if (e.inference) e.kv = BudgetInference(ctx, full, full_shape);
   HostAndNvme(ctx, full_shape, e);
-  // Host memory the cluster does not state is not checked: the answer is about the GPUs, and
-  // the host bytes offload needs are reported (and said under assumed) for the user to compare.
+  // Host memory or NVMe the cluster does not state is not checked: the answer is about the
+  // GPUs, and the bytes offload needs are reported (and said under assumed) for the user to
+  // compare. A layout that offloads to NVMe says the nodes have it; the search offers NVMe
+  // offload only where the cluster states its capacity.
   e.host_fits = c.host_memory_bytes > 0 ? e.per_node_host_bytes <= c.host_memory_bytes : true;
-  e.nvme_fits = e.per_node_nvme_bytes <= c.nvme_bytes;
+  e.nvme_fits = c.nvme_bytes > 0 ? e.per_node_nvme_bytes <= c.nvme_bytes : true;
   e.fits = e.gpu_fits && e.host_fits && e.nvme_fits;
   return e;
 }

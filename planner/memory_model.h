@@ -69,9 +69,10 @@ struct MemoryEstimate {
   int64_t headroom_bytes = 0;          // capacity - device peak (may be negative)
   bool fits = false;                   // GPU, host RAM and NVMe all fit (below)
   bool gpu_fits = false;               // device peak <= capacity - required headroom
-  bool host_fits = true;               // per-node host bytes <= host memory; false when CPU
-                                       // offload meets a cluster whose host memory is unknown
-  bool nvme_fits = true;               // per-node NVMe bytes <= NVMe capacity
+  bool host_fits = true;               // per-node host bytes <= host memory; true (not
+                                       // checked) when the cluster does not state host memory
+  bool nvme_fits = true;               // per-node NVMe bytes <= NVMe capacity; true (not
+                                       // checked) when the cluster does not state NVMe
   int64_t per_node_host_bytes = 0;     // pinned offload buffers, fp32 states, loading
   int64_t per_node_nvme_bytes = 0;
   bool inference = false;

@@ -181,8 +181,11 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     if (AutocastFp32Weights(ctx))
       Add(out, "autocast_weight_cache", wb * st.params, Phase::kForward, Phase::kBackward,
           "autocast caches a bf16 copy of every fp32 weight inside the forward region");
-    Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
-        "DDP bucket_cap_mb=25");
+    // One data-parallel rank has nothing to reduce: HF Trainer and torch scripts wrap the
+    // model in DDP only when the world is larger than one.
+    if (l.dp * l.cp > 1)
+      Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
+          "DDP bucket_cap_mb=25");
     return;
   }
   Add(out, "gathered_units_forward", 3 * unit, Phase::kForward, Phase::kForward,

@@ -131,6 +131,8 @@ double CheckpointBytesPerParam(const ModelSpec& m) {
     default:
       // 4-bit floats (NVFP4, compressed-tensors "float" 4-bit): an fp8 scale per group, no zero.
       if (q.float_format && q.group_size > 0) return weight + 1.0 / static_cast<double>(q.group_size);
+      // EETQ is symmetric: an fp16 scale per output channel and no zero point.
+      if (q.method == "eetq") return weight + 2.0 / in;
       // Integer weights: an fp16 scale and a packed zero point per group (auto-gptq/AWQ), or
       // per output channel when the group is the whole row.
       if (q.group_size > 0) return weight + (2.0 + weight) / static_cast<double>(q.group_size);

@@ -76,7 +76,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   };
   constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
                           kPerTensor = OptimizerStep::kPerTensor;
-  static const std::array<Alias, 25> kAliases = {{
+  static const std::array<Alias, 31> kAliases = {{
       {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
       {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
       {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
@@ -91,7 +91,17 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
       {"lion8bit", Optimizer::kLion8bit, kAny}, {"ademamix-32bit", Optimizer::kAdemamix, kAny},
       {"adamw-torch-4bit", Optimizer::kAdamW4bit, kAny}, {"adamw4bit", Optimizer::kAdamW4bit, kAny},
       {"adamw-torch-8bit", Optimizer::kAdamW8bit, kAny}, {"schedule-free-adamw", Optimizer::kAdamW, kAny},
-      {"rmsprop-torch", Optimizer::kRmsprop, kAny}}};
+      {"rmsprop-torch", Optimizer::kRmsprop, kAny},
+      // Same states as AdamW: ADOPT keeps exp_avg and exp_avg_sq (Taniguchi et al. 2024,
+      // iShohei220/adopt), SophiaG exp_avg and the Hessian EMA hessian (Liu et al. 2023,
+      // Liuhong99/Sophia), both fp32 like the parameters. DeepSpeed's CPU Adam is Adam on
+      // wherever the layout's offload_optimizer puts it.
+      {"adopt", Optimizer::kAdamW, kAny}, {"sophia", Optimizer::kAdamW, kAny},
+      {"sophiag", Optimizer::kAdamW, kAny}, {"deepspeedcpuadam", Optimizer::kAdamW, kAny},
+      // LOMO and AdaLomo (OpenLMLab/LOMO; HF Trainer's optim "lomo" and "adalomo") step each
+      // parameter inside backward: LOMO plain SGD, AdaLomo with Adafactor's factored second
+      // moment. OptimizerStepsInBackward says so.
+      {"lomo", Optimizer::kSgd, kAny}, {"adalomo", Optimizer::kAdafactor, kAny}}};
   OptimizerStep named = kAny;
   bool found = Parse(kOptimizers, n, out);
   for (const Alias& a : kAliases)
@@ -108,6 +118,11 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
 bool QuantizedStates(Optimizer o) {
   return o == Optimizer::kAdamW8bit || o == Optimizer::kLion8bit || o == Optimizer::kAdemamix8bit ||
          o == Optimizer::kAdamW4bit;
+}
+
+bool OptimizerStepsInBackward(std::string_view s) {
+  const std::string n = Spelling(s);
+  return n == "lomo" || n == "adalomo";
 }
 
 OptimizerStep ParseOptimizerStep(std::string_view s) {

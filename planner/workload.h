@@ -123,6 +123,9 @@ bool ParseTask(std::string_view s, Task* out);
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged = nullptr, OptimizerStep* step = nullptr);
 // ParseOptimizer's `step` alone.
 OptimizerStep ParseOptimizerStep(std::string_view s);
+// Whether the optimizer's name says it steps each parameter inside backward, with no
+// gradient buffer (LOMO, AdaLomo); the workload's optimizer_in_backward, when set, wins.
+bool OptimizerStepsInBackward(std::string_view s);
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);
 std::string_view SettingName(Setting s);

@@ -115,7 +115,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   if (gpu.IsScalar()) {
     std::string note;
     int64_t stated_memory = 0;
-    auto key = ResolveGpuName(gpu.Scalar(), &note, &stated_memory);
+    auto key = ResolveGpuName(gpu.Scalar(), &note, &stated_memory, &c.larger_gpus);
     if (!key.ok()) return doc.ErrorAt(gpu, "gpu: " + key.status().message());
     auto g = CatalogGpu(*key);
     if (!g.ok()) return doc.ErrorAt(gpu, "gpu: " + g.status().message());

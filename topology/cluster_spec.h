@@ -80,6 +80,8 @@ struct ClusterSpec {
   int64_t nvme_bytes = 0;            // per node; 0 = none
   double nvme_bandwidth = 0;         // bytes/s per node
   std::vector<std::string> assumed;  // how the reader read what the file left loose ("H100" -> h100-sxm-80gb)
+  std::vector<std::string> larger_gpus;  // catalog keys of the larger sizes a GPU name also matched
+                                         // ("A100" reads as a100-sxm-40gb; here a100-sxm-80gb, ...)
 
   bool operator==(const ClusterSpec&) const = default;
   int world_size() const { return nodes * gpus_per_node; }

@@ -57,13 +57,14 @@ std::vector<std::string> NameTokens(std::string_view name) {
 }  // namespace
 
 StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name, const std::vector<std::string>& want,
-                                    std::string* note, bool largest = false);
+                                    std::string* note, bool largest = false, std::vector<std::string>* larger = nullptr);
 
-StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note, int64_t* memory_bytes) {
+StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note, int64_t* memory_bytes,
+                                     std::vector<std::string>* larger) {
   SP_ASSIGN_OR_RETURN(Document doc, CatalogDocument());
   const YAML::Node gpus = doc.root()["gpus"];
   if (gpus[name].IsDefined()) return name;
-  StatusOr<std::string> key = ResolveTokens(doc, name, NameTokens(name), note);
+  StatusOr<std::string> key = ResolveTokens(doc, name, NameTokens(name), note, false, larger);
   if (key.ok() || memory_bytes == nullptr) return key;
   // A size the catalog lacks ("H100 96GB", "H100 94GB NVL"): the family's figures with the
   // memory the name states, read as GiB the way the driver reports an "80GB" A100.
@@ -90,7 +91,7 @@ StatusOr<std::string> ResolveGpuName(const std::string& name, std::string* note,
 }
 
 StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name, const std::vector<std::string>& want,
-                                    std::string* note, bool largest) {
+                                    std::string* note, bool largest, std::vector<std::string>* larger) {
   const YAML::Node gpus = doc.root()["gpus"];
   if (want.empty()) return Status::BadInput("empty GPU name");
   struct Match {
@@ -155,6 +156,28 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
       const Match* best = &matches[0];
       for (const Match& m : matches)
         if (m.memory > best->memory) best = &m;
+      return best->key;
+    }
+    // One part made in several memory sizes ("A100": 40 and 80 GB; "V100": 16 and 32;
+    // "GH200": 96 and 144), every match keyed by the same part: the smallest, the SXM form
+    // when there is one. What fits there fits on the larger sizes, so a fit is never called
+    // on a card too small; `larger` lists them, and estimate says when one would fit.
+    const std::string part = keys[0].substr(0, keys[0].find('-'));
+    bool one_part = true;
+    for (const std::string& k : keys) one_part = one_part && k.substr(0, k.find('-')) == part;
+    if (one_part && !one_size) {
+      const Match* best = nullptr;
+      for (const Match& m : matches) {
+        const bool pick_sxm = !sxm.empty();
+        if (pick_sxm && m.key.find("-sxm-") == std::string::npos) continue;
+        if (!best || m.memory < best->memory) best = &m;
+      }
+      if (larger)
+        for (const Match& m : matches)
+          if (m.memory > best->memory) larger->push_back(m.key);
+      if (note)
+        *note = "gpu: '" + name + "' read as " + best->key + ", the smallest of " + Join(keys, ", ") +
+                " (what fits there fits on the others; name yours to check it)";
       return best->key;
     }
     return Status::BadInput("GPU '" + name + "' matches " + Join(keys, " and ") + "; name one (they differ in " +

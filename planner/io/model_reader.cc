@@ -1580,10 +1580,11 @@ Status ReadQuantization(const Document& doc, const YAML::Node& q, ModelSpec& m) 
   SP_ASSIGN_OR_RETURN(std::optional<bool> in4, doc.Bool(q, "load_in_4bit"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(q, "load_in_8bit"));
   if (!method && (in4 || in8)) method = "bitsandbytes";  // configs written before quant_method existed
-  const std::vector<std::string> supported = {"fbgemm_fp8", "fp8", "compressed-tensors", "gptq", "awq", "bitsandbytes",
-                                              "modelopt", "mxfp4"};
+  const std::vector<std::string> supported = {"fbgemm_fp8", "fp8", "compressed-tensors", "gptq", "awq", "auto-round",
+                                              "bitsandbytes", "eetq", "modelopt", "mxfp4"};
   if (!method) return doc.ErrorAt(q, "quantization_config: missing quant_method; expected one of " + Join(supported));
   out.method = *method;
+  if (out.method == "intel/auto-round" || out.method == "auto_round") out.method = "auto-round";  // its other spellings
   auto bits_key = [&](const YAML::Node& n, const char* key, int64_t fallback) -> StatusOr<int> {
     SP_ASSIGN_OR_RETURN(std::optional<int64_t> b, doc.Int(n, key, 2, 16));
     return static_cast<int>(b.value_or(fallback));
@@ -1608,12 +1609,23 @@ Status ReadQuantization(const Document& doc, const YAML::Node& q, ModelSpec& m) 
       out.block_cols = cols;
     }
     SP_RETURN_IF_ERROR(ReadSkipList(doc, q, "modules_to_not_convert", out));
-  } else if (out.method == "gptq" || out.method == "awq") {
+  } else if (out.method == "gptq" || out.method == "awq" || out.method == "auto-round") {
+    // AutoRound (intel/auto-round, transformers' AutoRoundConfig) stores GPTQ's layout: packed
+    // integer weights with an fp16 scale and a packed zero point per group (128 by default).
     const char* bits = out.method == "awq" && !q["bits"].IsDefined() ? "w_bit" : "bits";
     const char* group = out.method == "awq" && !q["group_size"].IsDefined() ? "q_group_size" : "group_size";
     SP_ASSIGN_OR_RETURN(out.bits, bits_key(q, bits, 4));
     SP_ASSIGN_OR_RETURN(std::optional<int64_t> g, doc.Int(q, group, -1, 1 << 20));
     out.group_size = g.value_or(128) == -1 ? 0 : g.value_or(128);  // -1: one scale per output channel
+    SP_RETURN_IF_ERROR(ReadSkipList(doc, q, "modules_to_not_convert", out));
+  } else if (out.method == "eetq") {
+    // EETQ (NetEase-FuXi/EETQ, transformers' EetqConfig): int8 weights, one fp16 scale per
+    // output channel; "int8" is the only weights value it takes.
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> weights, doc.String(q, "weights"));
+    if (weights.value_or("int8") != "int8")
+      return doc.ErrorAt(q["weights"], "quantization_config.weights: EETQ stores int8 weights, got \"" + *weights + "\"");
+    out.bits = 8;
+    out.group_size = 0;
     SP_RETURN_IF_ERROR(ReadSkipList(doc, q, "modules_to_not_convert", out));
   } else if (out.method == "bitsandbytes") {
     if (in4.value_or(false)) {

@@ -118,8 +118,10 @@ void Quantization(std::ostringstream& ss, const std::string& pad, const Checkpoi
   if (m == "fbgemm_fp8" || m == "fp8") {
     if (q.block_rows > 0) ss << in << "weight_block_size: [" << q.block_rows << ", " << q.block_cols << "]\n";
     ss << in << "modules_to_not_convert: " << NameList(q.skip) << "\n";
-  } else if (m == "gptq" || m == "awq") {
+  } else if (m == "gptq" || m == "awq" || m == "auto-round") {
     ss << in << "bits: " << q.bits << "\n" << in << "group_size: " << (q.group_size > 0 ? q.group_size : -1) << "\n";
+    ss << in << "modules_to_not_convert: " << NameList(q.skip) << "\n";
+  } else if (m == "eetq" || m == "mxfp4") {
     ss << in << "modules_to_not_convert: " << NameList(q.skip) << "\n";
   } else if (m == "bitsandbytes") {
     ss << in << (q.bits == 4 ? "load_in_4bit" : "load_in_8bit") << ": true\n";

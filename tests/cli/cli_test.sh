@@ -136,6 +136,19 @@ check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi3
 json amd-estimate-json 'j["time"]["known"] is False and j["memory"]["per_gpu"]["fits"] and j["cluster"]["gpu"] == "mi300x-192gb"'
 check amd-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --top 3
 expect amd-plan-ranked "$tmp/out" "ranked: by the step time NVIDIA-measured kernels would take at the AMD Instinct MI300X's datasheet peaks"
+# A bare "A100" reads as the 40 GB card, and the estimate says the 80 GB one would hold it.
+printf 'name: a\nnodes: 1\ngpus_per_node: 8\ngpu: A100\n' > "$tmp/a100.yaml"
+printf 'task: finetune\nseq_len: 4096\nglobal_batch: 64\n' > "$tmp/ft.yaml"
+check bare-a100 1 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/a100.yaml" --workload "$tmp/ft.yaml" --layout framework=deepspeed,zero=2,mbs=1,ac=full
+expect bare-a100-read "$tmp/out" "assumed: gpu: 'A100' read as a100-sxm-40gb, the smallest of"
+expect bare-a100-hint "$tmp/out" "assumed: on a100-sxm-80gb this fits (device peak"
+# LOMO steps in backward: no gradient buffer beyond one parameter's, no optimizer state.
+check lomo 0 -- "$bin" estimate --model llama-2-7b --cluster dgx-a100 --task finetune --optimizer lomo --precision fp16 --seq-len 512 --global-batch 1 --gpus-per-node 1 --layout framework=hf,ac=full --json
+json lomo-json 'j["memory"]["per_stage"][0]["terms"]["gradients"] < 0.3 * 2**30 and "optimizer_states" not in j["memory"]["per_stage"][0]["terms"]'
+# A layout that offloads to NVMe on a cluster that does not state NVMe: not checked, said so.
+printf 'name: n\nnodes: 1\ngpus_per_node: 8\ngpu: h100-sxm-80gb\n' > "$tmp/no-nvme.yaml"
+check nvme-unstated 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/no-nvme.yaml" --layout framework=deepspeed,zero=3,offload_optimizer=nvme,mbs=1
+expect nvme-unstated-note "$tmp/out" "assumed: NVMe not stated in the cluster"
 # A framework with no recomputation default of its own: the least that fits, said aloud.
 check ac-open 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=fsdp,mbs=1 --seq-len 8192
 expect ac-open-selective "$tmp/out" "assumed: ac: selective (not stated; the least recomputation that fits)"

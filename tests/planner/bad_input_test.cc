@@ -250,8 +250,8 @@ TEST(ModelRejects, EncoderDecoderIsNotSupported) {
 }
 
 // GPUs as people name them: the catalog key, what nvidia-smi prints, or its parts. One memory
-// size among several form factors reads as the SXM part, said as an assumption; several
-// sizes are an error that names them.
+// size among several form factors reads as the SXM part, said as an assumption; one part in
+// several sizes reads as the smallest; different parts are an error that names them.
 TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
   struct Case {
     const char* written;
@@ -276,8 +276,25 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
     ASSERT_EQ(cl->assumed.size(), 1u) << c.written;
     EXPECT_NE(cl->assumed[0].find(c.key), std::string::npos) << cl->assumed[0];
   }
-  Status s = ClusterError("gpus_per_node: 1\ngpu: A100\n");
-  EXPECT_NE(s.message().find("cluster.yaml:2:6: gpu: GPU 'A100' matches a100-sxm-40gb and a100-sxm-80gb and a100-pcie-80gb; name one (they differ in memory)"),
+  // One part in several sizes reads as the smallest SXM one, and keeps the larger sizes for
+  // estimate's hint; different parts under one name stay an error that names them.
+  auto a100 = ReadCluster("gpus_per_node: 1\ngpu: A100\n");
+  ASSERT_TRUE(a100.ok()) << a100.status().message();
+  EXPECT_EQ(a100->gpu.name, "a100-sxm-40gb");
+  EXPECT_EQ(a100->larger_gpus, (std::vector<std::string>{"a100-sxm-80gb", "a100-pcie-80gb"}));
+  ASSERT_EQ(a100->assumed.size(), 1u);
+  EXPECT_NE(a100->assumed[0].find("read as a100-sxm-40gb, the smallest of a100-sxm-40gb, a100-sxm-80gb, a100-pcie-80gb"),
+            std::string::npos)
+      << a100->assumed[0];
+  auto v100 = ReadCluster("gpus_per_node: 1\ngpu: V100\n");
+  ASSERT_TRUE(v100.ok()) << v100.status().message();
+  EXPECT_EQ(v100->gpu.name, "v100-sxm-16gb");
+  auto named = ReadCluster("gpus_per_node: 1\ngpu: A100 80GB\n");
+  ASSERT_TRUE(named.ok());
+  EXPECT_TRUE(named->larger_gpus.empty());
+  Status s = ClusterError("gpus_per_node: 1\ngpu: RTX 6000\n");
+  EXPECT_NE(s.message().find("cluster.yaml:2:6: gpu: GPU 'RTX 6000' matches rtx-pro-6000-96gb and rtx-6000-ada-48gb and "
+                             "quadro-rtx-6000-24gb; name one (they differ in memory)"),
             std::string::npos)
       << s.message();
 }
@@ -286,7 +303,7 @@ TEST(ClusterRejects, GpuNamesAsPeopleWriteThem) {
 // "Ti", "SUPER" and "D" are other cards: a bare "3090" is the 3090, not the 3090 Ti, and a
 // bare "4090" not the 4090 D (China's RTX 4090 D, 114 SMs of the 4090's 128). A GH200's
 // printed name carries its host memory, so "GH200 120GB" is the 96 GB HBM3 part, not a
-// 120 GiB card; a bare "GH200" names two memory sizes.
+// 120 GiB card; a bare "GH200" names two memory sizes and reads as the smaller.
 TEST(ClusterReads, CardsOfFineTuningReports) {
   struct Case {
     const char* written;
@@ -304,6 +321,10 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
                         Case{"Tesla V100-PCIE-32GB", "v100-pcie-32gb", 32768}, Case{"P100", "p100-pcie-16gb", 16384},
                         Case{"NVIDIA GH200 480GB", "gh200-96gb", 97871}, Case{"NVIDIA GH200 120GB", "gh200-96gb", 97871},
                         Case{"GH200 144GB", "gh200-144gb", 146831},
+                        // AWS G5's A10G is not the A10; Turing's professional cards and the P40.
+                        Case{"NVIDIA A10G", "a10g-24gb", 23028}, Case{"A10", "a10-24gb", 23028},
+                        Case{"TITAN RTX", "titan-rtx-24gb", 24576}, Case{"Quadro RTX 8000", "quadro-rtx-8000-48gb", 49152},
+                        Case{"RTX 8000", "quadro-rtx-8000-48gb", 49152}, Case{"Tesla P40", "tesla-p40-24gb", 22919},
                         // Sizes written "80G" or "80GiB", as Qwen's and LLaMA-Factory's tables write them.
                         Case{"A100-SXM4-80G", "a100-sxm-80gb", 81920}, Case{"A800-80G", "a800-sxm-80gb", 81920},
                         Case{"A100-40G", "a100-sxm-40gb", 40960}, Case{"H100 80GiB", "h100-sxm-80gb", 81559}}) {
@@ -318,13 +339,21 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
   ASSERT_TRUE(turing.ok());
   EXPECT_EQ(turing->gpu.bf16_flops, 0);
   EXPECT_DOUBLE_EQ(turing->gpu.fp16_flops, 53.8e12);
+  // The A10G's tensor rate is half the A10's (80 SMs at the GeForce-style FP32-accumulate rate).
+  auto a10g = ReadCluster("gpus_per_node: 1\ngpu: A10G\n");
+  ASSERT_TRUE(a10g.ok());
+  EXPECT_DOUBLE_EQ(a10g->gpu.bf16_flops, 70e12);
+  auto titan = ReadCluster("gpus_per_node: 1\ngpu: Titan RTX\n");
+  ASSERT_TRUE(titan.ok());
+  EXPECT_EQ(titan->gpu.bf16_flops, 0);
+  EXPECT_DOUBLE_EQ(titan->gpu.fp16_flops, 130.5e12);
   auto pascal = ReadCluster("gpus_per_node: 1\ngpu: P100\n");
   ASSERT_TRUE(pascal.ok());
   EXPECT_DOUBLE_EQ(pascal->gpu.fp16_flops, pascal->gpu.fp32_flops);
-  Status gh200 = ClusterError("gpus_per_node: 1\ngpu: GH200\n");
-  EXPECT_NE(gh200.message().find("GPU 'GH200' matches gh200-96gb and gh200-144gb; name one (they differ in memory)"),
-            std::string::npos)
-      << gh200.message();
+  auto gh200 = ReadCluster("gpus_per_node: 1\ngpu: GH200\n");
+  ASSERT_TRUE(gh200.ok()) << gh200.status().message();
+  EXPECT_EQ(gh200->gpu.name, "gh200-96gb");
+  EXPECT_EQ(gh200->larger_gpus, std::vector<std::string>{"gh200-144gb"});
 }
 
 // AMD Instinct parts read by the names ROCm prints and reports write; their memory is priced as
@@ -451,8 +480,9 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
     ASSERT_TRUE(g.ok()) << written << ": " << g.status().message();
     EXPECT_EQ(g->gpu.name, key);
   }
-  // A size alone on an ambiguous family still names the choices.
-  EXPECT_NE(ClusterError("gpus_per_node: 1\ngpu: A100\n").message().find("matches a100-sxm-40gb and a100-sxm-80gb"),
+  // A name alone on a family of sizes reads as its smallest; different parts stay an error.
+  EXPECT_EQ(ReadCluster("gpus_per_node: 1\ngpu: A100\n")->gpu.name, "a100-sxm-40gb");
+  EXPECT_NE(ClusterError("gpus_per_node: 1\ngpu: RTX 6000\n").message().find("matches rtx-pro-6000-96gb"),
             std::string::npos);
 }
 
@@ -818,7 +848,11 @@ TEST(Workload, OptimizerSpellings) {
                         Case{"adagrad", Optimizer::kAdagrad, false}, Case{"ademamix", Optimizer::kAdemamix, false},
                         Case{"paged_ademamix_8bit", Optimizer::kAdemamix8bit, true},
                         Case{"adamw_torch_4bit", Optimizer::kAdamW4bit, false}, Case{"adamw_torch_8bit", Optimizer::kAdamW8bit, false},
-                        Case{"schedule_free_adamw", Optimizer::kAdamW, false}}) {
+                        Case{"schedule_free_adamw", Optimizer::kAdamW, false},
+                        // AdamW's two states under other names; LOMO is SGD, AdaLomo Adafactor's.
+                        Case{"adopt", Optimizer::kAdamW, false}, Case{"SophiaG", Optimizer::kAdamW, false},
+                        Case{"DeepSpeedCPUAdam", Optimizer::kAdamW, false}, Case{"lomo", Optimizer::kSgd, false},
+                        Case{"adalomo", Optimizer::kAdafactor, false}}) {
     Optimizer o = Optimizer::kLion;
     bool paged = !c.paged;
     ASSERT_TRUE(ParseOptimizer(c.name, &o, &paged)) << c.name;
@@ -829,6 +863,9 @@ TEST(Workload, OptimizerSpellings) {
   Optimizer o;
   EXPECT_FALSE(ParseOptimizer("paged_rmsprop", &o, nullptr));
   EXPECT_FALSE(ParseOptimizer("galore_adamw", &o, nullptr));
+  EXPECT_FALSE(ParseOptimizer("paged_lomo", &o, nullptr));
+  EXPECT_TRUE(OptimizerStepsInBackward("AdaLomo"));
+  EXPECT_FALSE(OptimizerStepsInBackward("sgd"));
 }
 
 // Bytes of optimizer state per trained element: bitsandbytes' 8-bit states are a uint8 and an

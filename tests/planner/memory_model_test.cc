@@ -544,6 +544,27 @@ TEST(Offload, HostMemoryIsCheckedWhenStated) {
   EXPECT_FALSE(EstimateMemory(m, w, off, c).host_fits);
 }
 
+// NVMe offload likewise: a layout that names it says the nodes have NVMe; a stated capacity
+// is checked (DeepSpeed's swap files for the fp32 optimizer partition).
+TEST(Offload, NvmeIsCheckedWhenStated) {
+  ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(4096, 64);
+  const Layout off = Resolve(m, w, c, "framework=deepspeed,zero=3,offload_optimizer=nvme");
+  c.nvme_bytes = 0;  // not stated: reported, not checked
+  MemoryEstimate unknown = EstimateMemory(m, w, off, c);
+  EXPECT_TRUE(unknown.nvme_fits);
+  EXPECT_TRUE(unknown.fits);
+  // Adam's fp32 master, m and v for 8 GPUs' partitions: the whole model's 12 B/param per node.
+  const double P = static_cast<double>(CountParams(m).total);
+  EXPECT_GE(static_cast<double>(unknown.per_node_nvme_bytes), 12 * P);
+  c.nvme_bytes = unknown.per_node_nvme_bytes - 1;
+  MemoryEstimate small = EstimateMemory(m, w, off, c);
+  EXPECT_FALSE(small.nvme_fits);
+  EXPECT_FALSE(small.fits);
+  EXPECT_TRUE(small.gpu_fits);
+}
+
 // LoRA offloads its adapters' states only; pure bf16 (torchtune) keeps them in bf16.
 TEST(Offload, HostBytesFollowTheRecipe) {
   ModelSpec m = Model("llama-3.1-70b");

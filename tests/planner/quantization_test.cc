@@ -151,6 +151,13 @@ TEST(IntegerSchemes, GptqAwqBitsandbytesCompressedTensors) {
       "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}})");
   EXPECT_EQ(fp4.quant.format, Dtype::kInt4);
   EXPECT_DOUBLE_EQ(CheckpointBytesPerParam(fp4), 0.5 + 1.0 / 16);  // an fp8 scale per 16 weights
+  // AutoRound stores GPTQ's packing; EETQ int8 with an fp16 scale per output channel.
+  ModelSpec ar = Parse(R"({"model_type": "llama", "quantization_config": {"quant_method": "intel/auto-round", "bits": 4, "group_size": 128}})");
+  EXPECT_EQ(ar.quant.method, "auto-round");
+  EXPECT_DOUBLE_EQ(CheckpointBytesPerParam(ar), 0.5 + 2.5 / 128);
+  ModelSpec eetq = Parse(R"({"model_type": "llama", "quantization_config": {"quant_method": "eetq", "weights": "int8"}})");
+  EXPECT_EQ(eetq.quant.format, Dtype::kInt8);
+  EXPECT_DOUBLE_EQ(CheckpointBytesPerParam(eetq), 1.0 + 2.0 / 4096);  // symmetric: no zero point
   ModelSpec mo8 = Parse(R"({"model_type": "llama", "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8"}})");
   EXPECT_EQ(mo8.quant.format, Dtype::kFp8);
   EXPECT_DOUBLE_EQ(CheckpointBytesPerParam(mo8), 1.0);
@@ -160,6 +167,9 @@ TEST(IntegerSchemes, RoundTripThroughThePlanFile) {
   for (const char* q : {R"({"quant_method": "fbgemm_fp8", "modules_to_not_convert": ["lm_head", "self_attn"]})",
                         R"({"quant_method": "fp8", "weight_block_size": [128, 64]})",
                         R"({"quant_method": "gptq", "bits": 4, "group_size": 32})",
+                        R"({"quant_method": "auto-round", "bits": 4, "group_size": 64, "sym": true})",
+                        R"({"quant_method": "eetq", "weights": "int8", "modules_to_not_convert": ["lm_head"]})",
+                        R"({"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn", "lm_head"]})",
                         R"({"quant_method": "bitsandbytes", "load_in_4bit": true, "bnb_4bit_use_double_quant": true})",
                         R"({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]})",
                         R"({"quant_method": "compressed-tensors", "ignore": ["lm_head"],

@@ -131,6 +131,32 @@ TEST(Recipe, TorchtuneLlama31_8bOn4090) {
   EXPECT_GE(e.per_node_host_bytes, states->bytes);
 }
 
+// LOMO (Lv et al. 2023, "Full Parameter Fine-tuning for Large Language Models with Limited
+// Resources", Table 1, LLaMA-7B): parameters 12.55 GB, gradients 0.24 GB (one parameter's at a
+// time: the 32000 x 4096 embedding in fp16) and no optimizer state, against AdamW's 75.31 GB
+// of states. HF Trainer's optim "lomo" and "adalomo" name the same in-backward step.
+TEST(Recipe, LomoStepsInBackward) {
+  auto m = LoadModel("llama-2-7b");
+  ASSERT_TRUE(m.ok());
+  for (const char* name : {"lomo", "adalomo"}) {
+    const Workload w = Recipe(std::string("task: finetune\nseq_len: 512\nglobal_batch: 1\nprecision: fp16\noptimizer: ") + name + "\n");
+    EXPECT_EQ(w.optimizer_in_backward, Setting::kOn) << name;
+    const MemoryEstimate e = Estimate(*m, w, OneGpu("a100-sxm-80gb"), "framework=hf,mbs=1,ac=full");
+    const MemoryTerm* params = Find(e, "parameters");
+    const MemoryTerm* grads = Find(e, "gradients");
+    ASSERT_NE(params, nullptr);
+    ASSERT_NE(grads, nullptr);
+    EXPECT_NEAR(ToGiB(params->bytes), 12.55, 0.005) << name;
+    EXPECT_NEAR(ToGiB(grads->bytes), 0.24, 0.005) << name;
+    const MemoryTerm* states = Find(e, "optimizer_states");
+    const double state_gib = states ? ToGiB(states->bytes) : 0;
+    // SGD keeps nothing; AdaLomo a row and a column per matrix (under 0.01 GiB).
+    EXPECT_LT(state_gib, 0.01) << name;
+  }
+  // A workload that says otherwise keeps its own setting.
+  EXPECT_EQ(Recipe("task: finetune\noptimizer: lomo\noptimizer_in_backward: false\n").optimizer_in_backward, Setting::kOff);
+}
+
 // Pure bf16 (torchtune's default, HF on a bf16 checkpoint): 2 B weights, 2 B grads and bf16
 // AdamW moments (4 B); mixed precision: fp32 params as the master copy, fp32 grads, 8 B.
 TEST(Recipe, PureBf16HalvesTheModelStates) {

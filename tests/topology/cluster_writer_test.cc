@@ -223,11 +223,11 @@ TEST(WriteClusterYaml, GpuOutsideTheCatalogWithFiguresRoundTrips) {
 
 TEST(WriteClusterYaml, UnknownFiguresAreLeftForThePersonAndTheReaderSaysSo) {
   ClusterSpec c;
-  c.name = "p40";
+  c.name = "m40";
   c.gpus_per_node = 8;
-  c.gpu.name = "tesla-p40";
-  c.gpu.display_name = "Tesla P40";
-  c.gpu.memory_bytes = 22919 * kMiB;
+  c.gpu.name = "tesla-m40";
+  c.gpu.display_name = "Tesla M40 24GB";
+  c.gpu.memory_bytes = 22945 * kMiB;
   c.intra_node = {"pcie", 0, 5e-6, 0};
   c.inter_node = {"none", 0, 0, 0};
   std::string yaml = WriteClusterYaml(c);
@@ -241,7 +241,7 @@ TEST(WriteClusterYaml, UnknownFiguresAreLeftForThePersonAndTheReaderSaysSo) {
   // A GPU known by its memory alone still answers the memory question; its time is unknown.
   StatusOr<ClusterSpec> back = ReadBack(yaml);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->gpu.memory_bytes, 22919 * kMiB);
+  EXPECT_EQ(back->gpu.memory_bytes, 22945 * kMiB);
   EXPECT_EQ(back->gpu.bf16_flops, 0);
   EXPECT_EQ(back->gpu.memory_bandwidth, 0);
 }

@@ -147,16 +147,21 @@ TEST(Combine, NvLinkIslandsSmallerThanTheNodeMeanPcieBetweenThem) {
   EXPECT_TRUE(HasNote(*d, "NVLink joins only part of the node"));
 }
 
+// The capture is of a P40 host, which the catalog knows; the same topology with a card it
+// does not know (the Maxwell M40, named as nvidia-smi prints it) keeps the driver's name.
 TEST(Combine, GpuMissingFromTheCatalogKeepsItsDriverName) {
   StatusOr<TopoMatrix> topo = ParseTopoMatrix(ReadData("p40_soc_topo.txt"), "p40");
   ASSERT_TRUE(topo.ok()) << topo.status().message();
-  StatusOr<Discovery> d = Combine(*topo, Gpus(8, "Tesla P40", 22919), "p40", {});
+  StatusOr<Discovery> p40 = Combine(*topo, Gpus(8, "Tesla P40", 22919), "p40", {});
+  ASSERT_TRUE(p40.ok()) << p40.status().message();
+  EXPECT_EQ(p40->cluster.gpu.name, "tesla-p40-24gb");
+  StatusOr<Discovery> d = Combine(*topo, Gpus(8, "Tesla M40 24GB", 22945), "m40", {});
   ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_EQ(d->cluster.gpu.name, "tesla-p40");
-  EXPECT_EQ(d->cluster.gpu.display_name, "Tesla P40");
+  EXPECT_EQ(d->cluster.gpu.name, "tesla-m40-24gb");
+  EXPECT_EQ(d->cluster.gpu.display_name, "Tesla M40 24GB");
   EXPECT_EQ(d->cluster.gpu.bf16_flops, 0);
   EXPECT_EQ(d->nics, std::vector<std::string>{"mlx5_0"});
-  EXPECT_TRUE(HasNote(*d, "\"Tesla P40\" is not in the GPU catalog"));
+  EXPECT_TRUE(HasNote(*d, "\"Tesla M40 24GB\" is not in the GPU catalog"));
 }
 
 TEST(Combine, MixedGpusTakeTheSmallestMemory) {
