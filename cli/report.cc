@@ -165,7 +165,9 @@ std::string EstimateText(const Plan& p) {
            (p.workload.inference.engine == ServingEngine::kTransformers
                 ? std::string(" tokens (transformers generate: the card less everything else)")
                 : (p.workload.inference.engine == ServingEngine::kSglang ? " tokens (SGLang pool at mem_fraction_static "
-                                                                         : " tokens (vLLM budget at ") +
+                   : p.workload.inference.engine == ServingEngine::kTensorrtLlm
+                       ? " tokens (TensorRT-LLM pool at free_gpu_memory_fraction "
+                       : " tokens (vLLM budget at ") +
                       Fixed(p.workload.inference.gpu_memory_utilization, 2) + ")") +
            "\n";
   if (p.cluster.gpu.bf16_flops <= 0 && p.cluster.gpu.fp16_flops <= 0)

@@ -42,6 +42,10 @@ constexpr int64_t kVllmBlockTokens = 16;
 // of max_model_len (vllm#10517 on one RTX 3090: 29k refuses to start, 35k and 45k start).
 // Its sampler profile takes max_num_seqs = 256 on every card.
 constexpr int32_t kVllmV1Default = 20250318;
+// TensorRT-LLM's LLM API: max_num_tokens 8192 (llmapi BuildConfig / runtime config) for the
+// profiling forward, whose dummy context requests each take up to max_seq_len tokens, so a
+// few sequences reach the sampler rather than vLLM's max_num_seqs rows.
+constexpr int64_t kTrtllmMaxNumTokens = 8192;
 constexpr int64_t kVllmV0MinBatchedTokens = 2048;
 constexpr int64_t kVllmV0LongContext = 32768;
 

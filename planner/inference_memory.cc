@@ -108,7 +108,11 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   const bool generate = ctx.w.inference.engine == ServingEngine::kTransformers;
   const ServingProfile profile = ResolveServingProfile(ctx.w, ctx.c.gpu);
   const int64_t batched = profile.tokens;
+  // TensorRT-LLM's dummy context requests fill max_num_tokens whatever the sequence length
+  // (create_dummy_context_requests: requests of up to max_seq_len until the tokens are spent).
+  const bool trtllm = ctx.w.inference.engine == ServingEngine::kTensorrtLlm;
   const double tokens = generate ? static_cast<double>(std::max<int64_t>(1, l.batch) * ctx.w.inference.prompt_len)
+                        : trtllm ? static_cast<double>(batched)
                                  : static_cast<double>(std::min<int64_t>(batched, std::max<int64_t>(context * l.batch, 1)));
   // A dense MLP peaks with gate_up's 2f outputs and SiluAndMul's f beside the residual stream,
   // the hidden state and its norm: 3f + 3h per token. vLLM V0's logs for Llama-3.1-8B on an
@@ -165,17 +169,23 @@ InferenceMemory BudgetInference(const MemoryContext& ctx, const StageMemory& sta
   // included) less (1 - mem_fraction_static) of the card, so the fraction covers weights and
   // KV alone (model_runner.py profile_max_num_token).
   // transformers' generate: whatever the card holds beside everything else, context included.
+  // TensorRT-LLM (PyTorch backend): free_gpu_memory_fraction x (the device's total less the
+  // torch and non-torch peak of its profiling forward, context included), the profile's own
+  // temporary KV added back (tensorrt_llm/_torch/pyexecutor/_util.py, KvCacheCreator
+  // _cal_max_memory; default fraction 0.9, docs/source/examples/kvcacheconfig.md).
   const bool sglang = ctx.w.inference.engine == ServingEngine::kSglang;
   const bool generate = ctx.w.inference.engine == ServingEngine::kTransformers;
-  int64_t non_kv = sglang || generate ? 0 : kVllmNonTorchBase;
+  const bool trtllm = ctx.w.inference.engine == ServingEngine::kTensorrtLlm;
+  int64_t non_kv = sglang || generate || trtllm ? 0 : kVllmNonTorchBase;
   for (const MemoryTerm& t : stage.terms) {
     if (t.name == "kv_cache" || t.name == "ssm_state" || (t.pool != Pool::kTorch && t.pool != Pool::kNonTorch)) continue;
-    if (sglang ? t.name == "activation_workspace" : !generate && t.name == "cuda_context") continue;
+    if (sglang ? t.name == "activation_workspace" : !generate && !trtllm && t.name == "cuda_context") continue;
     non_kv += t.bytes;
   }
-  const double budget = static_cast<double>(UsableMemory(ctx.c.gpu)) *
-                        (generate ? 1.0 : ctx.w.inference.gpu_memory_utilization);
-  const double available = budget - static_cast<double>(non_kv);
+  const double usable = static_cast<double>(UsableMemory(ctx.c.gpu));
+  const double fraction = ctx.w.inference.gpu_memory_utilization;
+  const double available = trtllm ? (usable - static_cast<double>(non_kv)) * fraction
+                                   : usable * (generate ? 1.0 : fraction) - static_cast<double>(non_kv);
   const int64_t state = RecurrentStateBytesPerSequence(ctx.m, s, ctx.l.tp);
   if (available > 0 && (kv.kv_bytes_per_token > 0 || state > 0)) {
     if (kv.kv_bytes_per_token > 0) {

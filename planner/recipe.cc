@@ -225,6 +225,10 @@ ServingProfile ResolveServingProfile(const Workload& w, const GpuSpec& gpu, std:
                      : w.release > 0                              ? v0
                                                                   : ServingProfile{std::max(v0.tokens, v1.tokens),
                                                                                    std::max(v0.sequences, v1.sequences)};
+  if (inf.engine == ServingEngine::kTensorrtLlm)
+    p = ServingProfile{defaults::kTrtllmMaxNumTokens,
+                       std::max<int64_t>(1, (defaults::kTrtllmMaxNumTokens + std::max<int64_t>(len, 1) - 1) /
+                                                std::max<int64_t>(len, 1))};
   if (inf.max_num_batched_tokens > 0) {
     p.tokens = inf.max_num_batched_tokens;
   } else if (assumed && w.release == 0 && inf.engine == ServingEngine::kVllm && v0.tokens > v1.tokens) {

@@ -63,7 +63,9 @@ struct LoraSpec {
 // SGLang's mem_fraction_static covers the weights and the KV pool only, and everything else
 // lives in the rest of the card. transformers' generate has no pool and no fraction: the
 // whole prompt batch runs in one prefill forward and the KV cache grows with the sequences.
-enum class ServingEngine { kVllm, kSglang, kTransformers };
+// TensorRT-LLM's free_gpu_memory_fraction takes its share of what is free after a profiling
+// forward of max_num_tokens: the card less weights, context, communicators and activations.
+enum class ServingEngine { kVllm, kSglang, kTransformers, kTensorrtLlm };
 
 struct InferenceSpec {
   int64_t batch = 1;                         // concurrent sequences the user wants
@@ -71,7 +73,8 @@ struct InferenceSpec {
   int64_t gen_len = 1024;                    // tokens
   Dtype weights = Dtype::kBf16;
   Dtype kv_cache = Dtype::kBf16;
-  double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction (SGLang: mem_fraction_static)
+  double gpu_memory_utilization = 0.9;       // vLLM's default budget fraction (SGLang: mem_fraction_static,
+                                             // TensorRT-LLM: free_gpu_memory_fraction, also 0.9)
   ServingEngine engine = ServingEngine::kVllm;
   // Tokens in vLLM's profile forward (--max-num-batched-tokens); 0 = the engine's default,
   // by release (ServingProfile in recipe.h).

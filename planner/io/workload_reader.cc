@@ -51,19 +51,37 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
                                           "gpu_memory_utilization", "mem_fraction_static", "engine",
-                                          "max_num_batched_tokens"}));
+                                          "max_num_batched_tokens", "free_gpu_memory_fraction",
+                                          "kv_cache_free_gpu_mem_fraction", "max_num_tokens"}));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> engine, doc.String(node, "engine"));
   if (engine) {
     const std::string e = Lower(*engine);
     if (e == "vllm") inf.engine = ServingEngine::kVllm;
     else if (e == "sglang") inf.engine = ServingEngine::kSglang;
     else if (e == "transformers" || e == "hf") inf.engine = ServingEngine::kTransformers;
-    else return doc.ErrorAt(node["engine"], "engine: expected vllm, sglang or transformers (its generate), got \"" + *engine + "\"");
+    else if (e == "tensorrt-llm" || e == "tensorrt_llm" || e == "trtllm" || e == "trt-llm" || e == "trtllm-serve" ||
+             e == "trtllm-bench")
+      inf.engine = ServingEngine::kTensorrtLlm;
+    else
+      return doc.ErrorAt(node["engine"], "engine: expected vllm, sglang, tensorrt-llm or transformers (its generate), got \"" +
+                                             *engine + "\"");
     if (inf.engine == ServingEngine::kTransformers) {
       for (const char* key : {"gpu_memory_utilization", "mem_fraction_static", "max_num_batched_tokens"})
         if (node[key].IsDefined())
           return doc.ErrorAt(node[key], std::string(key) + ": a serving engine's setting; transformers' generate has none");
     }
+  }
+  // TensorRT-LLM's KvCacheConfig.free_gpu_memory_fraction (trtllm-bench's
+  // --kv_cache_free_gpu_mem_fraction), and its max_num_tokens for the profiling forward.
+  for (const char* key : {"free_gpu_memory_fraction", "kv_cache_free_gpu_mem_fraction"}) {
+    if (!node[key].IsDefined()) continue;
+    if (node["gpu_memory_utilization"].IsDefined() || node["mem_fraction_static"].IsDefined())
+      return doc.ErrorAt(node[key], std::string(key) + ": a TensorRT-LLM fraction, given beside another engine's");
+    if (engine && inf.engine != ServingEngine::kTensorrtLlm)
+      return doc.ErrorAt(node[key], std::string(key) + ": a TensorRT-LLM setting, but engine is " + *engine);
+    inf.engine = ServingEngine::kTensorrtLlm;
+    SP_ASSIGN_OR_RETURN(std::optional<double> frac, doc.Number(node, key, 0.05, 1.0));
+    inf.gpu_memory_utilization = *frac;
   }
   if (node["mem_fraction_static"].IsDefined()) {  // SGLang's name for its fraction
     if (node["gpu_memory_utilization"].IsDefined())
@@ -78,7 +96,10 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> prompt, doc.Int(node, "prompt_len", 1, int64_t{1} << 26));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gen, doc.Int(node, "gen_len", 0, int64_t{1} << 26));
   SP_ASSIGN_OR_RETURN(std::optional<double> util, doc.Number(node, "gpu_memory_utilization", 0.05, 1.0));
-  SP_ASSIGN_OR_RETURN(std::optional<int64_t> batched, doc.Int(node, "max_num_batched_tokens", 1, int64_t{1} << 26));
+  if (node["max_num_tokens"].IsDefined() && node["max_num_batched_tokens"].IsDefined())
+    return doc.ErrorAt(node["max_num_tokens"], "max_num_tokens: TensorRT-LLM's name for max_num_batched_tokens; give one");
+  const char* batched_key = node["max_num_tokens"].IsDefined() ? "max_num_tokens" : "max_num_batched_tokens";
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> batched, doc.Int(node, batched_key, 1, int64_t{1} << 26));
   if (batched) inf.max_num_batched_tokens = *batched;
   if (batch) inf.batch = *batch;
   if (prompt) inf.prompt_len = *prompt;
@@ -271,7 +292,9 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
          std::string(DtypeName(w.inference.kv_cache)) +
          (w.inference.engine == ServingEngine::kSglang         ? ", engine: sglang, mem_fraction_static: " + util
           : w.inference.engine == ServingEngine::kTransformers ? std::string(", engine: transformers")
-                                                               : ", gpu_memory_utilization: " + util) +
+          : w.inference.engine == ServingEngine::kTensorrtLlm
+              ? ", engine: tensorrt-llm, free_gpu_memory_fraction: " + util
+              : ", gpu_memory_utilization: " + util) +
          (w.inference.max_num_batched_tokens > 0
               ? ", max_num_batched_tokens: " + std::to_string(w.inference.max_num_batched_tokens)
               : std::string()) +

@@ -200,7 +200,28 @@ TEST(WorkloadRejects, ServingEngine) {
   EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.88);
   doc = Document::Parse("w.yaml", "task: inference\ninference:\n  engine: TGI\n");
   w = ParseWorkload(*doc);
-  EXPECT_NE(w.status().message().find("w.yaml:3:11: engine: expected vllm, sglang or transformers (its generate), got \"TGI\""),
+  EXPECT_NE(w.status().message().find("w.yaml:3:11: engine: expected vllm, sglang, tensorrt-llm or transformers (its "
+                                      "generate), got \"TGI\""),
+            std::string::npos)
+      << w.status().message();
+  // TensorRT-LLM by name or by its fraction (trtllm-bench's flag name too), and its
+  // max_num_tokens; the writer's text reads back to the same.
+  for (const char* text : {"task: inference\ninference: {engine: TensorRT-LLM, free_gpu_memory_fraction: 0.95}\n",
+                           "task: inference\ninference: {kv_cache_free_gpu_mem_fraction: 0.95, max_num_tokens: 4096}\n"}) {
+    doc = Document::Parse("w.yaml", text);
+    w = ParseWorkload(*doc);
+    ASSERT_TRUE(w.ok()) << w.status().message();
+    EXPECT_EQ(w->inference.engine, ServingEngine::kTensorrtLlm) << text;
+    EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.95) << text;
+    auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+    ASSERT_TRUE(again.ok());
+    auto back = ParseWorkload(*again);
+    ASSERT_TRUE(back.ok()) << back.status().message() << WorkloadToYaml(*w, 0);
+    EXPECT_EQ(back->inference, w->inference) << text;
+  }
+  doc = Document::Parse("w.yaml", "task: inference\ninference: {engine: sglang, free_gpu_memory_fraction: 0.9}\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("free_gpu_memory_fraction: a TensorRT-LLM setting, but engine is sglang"),
             std::string::npos)
       << w.status().message();
   // transformers' generate has no memory fraction or batched-token budget to set.

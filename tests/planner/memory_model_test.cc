@@ -371,6 +371,30 @@ TEST(Inference, SglangFractionCoversWeightsAndKv) {
   EXPECT_LT(vllm.kv.max_kv_tokens, sglang.kv.max_kv_tokens);
 }
 
+// TensorRT-LLM's PyTorch backend takes free_gpu_memory_fraction of what its profiling forward
+// leaves free: the device total less its torch and non-torch peak, CUDA context included
+// (KvCacheCreator._cal_max_memory); the fraction does not scale the weights, as vLLM's does.
+TEST(Inference, TensorrtLlmFractionOfTheFreeMemory) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w = Serve(4096, 0.9);
+  w.inference.engine = ServingEngine::kTensorrtLlm;
+  const MemoryEstimate trt = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  int64_t non_kv = 0;
+  for (const MemoryTerm& t : trt.fullest().terms)
+    if (t.name != "kv_cache" && (t.pool == Pool::kTorch || t.pool == Pool::kNonTorch)) non_kv += t.bytes;
+  const int64_t page = trt.kv.kv_bytes_per_token * 16;
+  const double available = 0.9 * static_cast<double>(UsableMemory(c.gpu) - non_kv);
+  EXPECT_EQ(trt.kv.max_kv_tokens, static_cast<int64_t>(available / static_cast<double>(page)) * 16);
+  // Its profile forward is max_num_tokens = 8192, two 4,096-token dummy requests at the
+  // sampler, not vLLM's max_num_seqs rows of logits.
+  EXPECT_EQ(Term(trt, "activation_workspace"), 8192LL * (3 * 14336 + 3 * 4096) * 2);
+  // The same fraction read as vLLM's leaves less: it caps the weights as well.
+  w.inference.engine = ServingEngine::kVllm;
+  EXPECT_LT(EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c).kv.max_kv_tokens, trt.kv.max_kv_tokens);
+}
+
 // transformers' generate (engine: transformers) runs the whole prompt batch in one prefill
 // forward, with no vLLM profile or sampler run: Llama-3.1-8B, 8 prompts of 2,048 tokens, holds
 // one layer's 3f + 3h intermediates for all 16,384 tokens. With one short prompt and a long
