@@ -72,6 +72,12 @@ double OptimizerStateBytes(Optimizer o, const ModelSpec& m);
 // The same under the run's recipe: pure low-precision training keeps 32-bit optimizers'
 // states in the parameters' dtype (torch.optim creates them like the parameter).
 double OptimizerStateBytes(const MemoryContext& ctx);
+// GaLore per trained element for `o` at projection rank `rank`: state bytes in the optimizer's
+// own units, and projector elements (stored in the gradient's dtype).
+struct GaloreShare {
+  double states = 0, projector = 0;
+};
+GaloreShare GaloreStates(Optimizer o, const ModelSpec& m, int64_t rank);
 // Framework's fragmentation of reserved over allocated (memory-model.md 4.4: 5-15%).
 double DefaultFragmentation(const Layout& l, const Workload& w);
 

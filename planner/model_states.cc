@@ -302,13 +302,52 @@ double OptimizerStateBytes(Optimizer o, const ModelSpec& m) {
   return 8;
 }
 
+// GaLore (Zhao et al. 2024, "GaLore: Memory-Efficient LLM Training by Gradient Low-Rank
+// Projection"; galore_torch's GaLoreProjector, proj_type "std"): each targeted weight's
+// gradient is projected onto rank r along its shorter side, so the optimizer keeps its states
+// on the max(rows, cols) x r projection and the projector holds the min(rows, cols) x r
+// basis; every other parameter (embeddings, head, norms, routed experts, which transformers
+// keeps as grouped tensors rather than nn.Linear) keeps the full states. Targeted: attention
+// projections, dense MLPs and shared experts, as optim_target_modules ["attn", "mlp"] and
+// "all-linear" select in decoder layers. Per trained element: the states in the optimizer's
+// own bytes (fp32, or bitsandbytes' 8-bit), and the projector's elements, which take the
+// gradient's dtype.
+GaloreShare GaloreStates(Optimizer o, const ModelSpec& m, int64_t rank) {
+  const double base = OptimizerStateBytes(o, m);
+  double targeted = 0, bytes = 0, projector = 0;
+  auto add = [&](double rows, double cols, double count) {
+    if (rows <= 0 || cols <= 0 || count <= 0) return;
+    const double lo = std::min(rows, cols), hi = std::max(rows, cols), r = std::min(static_cast<double>(rank), lo);
+    // Adafactor factors the projection's second moment: a row and a column.
+    const double states = o == Optimizer::kAdafactor ? 4 * (hi + r) : base * hi * r;
+    bytes += count * states;
+    projector += count * lo * r;
+    targeted += count * rows * cols;
+  };
+  const double h = static_cast<double>(m.hidden), up = m.mlp == MlpKind::kGated ? 2 : 1;
+  for (int64_t layer = 0; layer < m.layers; ++layer) {
+    if (m.has_attention(layer)) {
+      add(h, static_cast<double>(m.q_width()), 2);  // q and o
+      add(h, static_cast<double>(m.kv_width()), 2);
+    }
+    if (!m.has_ffn(layer)) continue;
+    if (!m.is_moe_layer(layer)) add(h, static_cast<double>(m.intermediate), up + 1);
+    else if (m.shared_experts > 0) add(h, static_cast<double>(m.shared_experts * m.shared_intermediate), up + 1);
+  }
+  const double total = static_cast<double>(std::max<int64_t>(CountParams(m).total, 1));
+  return {(bytes + base * std::max(0.0, total - targeted)) / total, projector / total};
+}
+
 double OptimizerStateBytes(const MemoryContext& ctx) {
-  const double state = OptimizerStateBytes(ctx.w.optimizer, ctx.m);
+  const GaloreShare galore = ctx.w.galore_rank > 0 ? GaloreStates(ctx.w.optimizer, ctx.m, ctx.w.galore_rank)
+                                                   : GaloreShare{OptimizerStateBytes(ctx.w.optimizer, ctx.m), 0};
+  const double state = galore.states;
+  const double projector = galore.projector * TrainedBytes(ctx);
   const bool quantized = QuantizedStates(ctx.w.optimizer);
   // Pure low precision: states are created like the parameters (torch.optim zeros_like), so
   // 32-bit optimizers keep them in bf16; LoRA adapters follow the adapters' dtype.
   const bool low = ctx.w.lora_like() ? ctx.r.adapter_bytes < 4 : ctx.r.pure_low_precision;
-  return low && !quantized ? state / 2 : state;
+  return (low && !quantized ? state / 2 : state) + projector;
 }
 
 int DenseShardDegree(const Layout& l) {

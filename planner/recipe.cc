@@ -154,6 +154,11 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
       r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel;
   }
   r.paged_optimizer = w.paged_optimizer;
+  if (w.galore_rank > 0)
+    assume(("galore: rank " + std::to_string(w.galore_rank) +
+            " on the attention and MLP weights of every layer (optim_target_modules [\"attn\", \"mlp\"]); "
+            "embeddings, head and norms keep full optimizer states")
+               .c_str());
   r.optimizer_in_backward = w.optimizer_in_backward == Setting::kOn;
   r.compile = w.compile == Setting::kOn;
   r.flash_attention = FlashAttention(m, w, l);

@@ -63,6 +63,13 @@ bool ParseTask(std::string_view written, Task* out) {
 
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerStep* step) {
   std::string n = Spelling(s);
+  // GaLore projects the gradients of AdamW, 8-bit AdamW or Adafactor; its _layerwise forms
+  // step in the gradient hooks (OptimizerStepsInBackward).
+  if (GaloreOptimizer(s)) {
+    n = n.substr(7);
+    if (n.size() > 10 && n.compare(n.size() - 10, 10, "-layerwise") == 0) n.resize(n.size() - 10);
+    if (n != "adamw" && n != "adamw-8bit" && n != "adafactor") return false;
+  }
   bool is_paged = false;
   if (n.rfind("paged-", 0) == 0) n = n.substr(6), is_paged = true;
   else if (n.rfind("paged", 0) == 0) n = n.substr(5), is_paged = true;  // PagedAdamW8bit
@@ -122,8 +129,11 @@ bool QuantizedStates(Optimizer o) {
 
 bool OptimizerStepsInBackward(std::string_view s) {
   const std::string n = Spelling(s);
-  return n == "lomo" || n == "adalomo";
+  const bool layerwise = n.size() > 10 && n.compare(n.size() - 10, 10, "-layerwise") == 0;
+  return n == "lomo" || n == "adalomo" || (GaloreOptimizer(s) && layerwise);
 }
+
+bool GaloreOptimizer(std::string_view s) { return Spelling(s).rfind("galore-", 0) == 0; }
 
 OptimizerStep ParseOptimizerStep(std::string_view s) {
   Optimizer o;

@@ -92,6 +92,9 @@ struct Workload {
   Optimizer optimizer = Optimizer::kAdamW;
   bool paged_optimizer = false;              // bitsandbytes paged states (unified memory, evicted to host)
   OptimizerStep optimizer_step = OptimizerStep::kAuto;  // from the optimizer's name (adamw_torch, fusedadam, ...)
+  // GaLore's projection rank (HF Trainer's galore_* optimizers, optim_args "rank=...", 128 by
+  // default): the optimizer's states live on each targeted matrix's rank-r gradient. 0 = off.
+  int64_t galore_rank = 0;
   MasterWeights master_weights = MasterWeights::kAuto;
   Setting optimizer_in_backward = Setting::kAuto;  // step each parameter in its grad hook, no grad buffer
   Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
@@ -129,6 +132,10 @@ OptimizerStep ParseOptimizerStep(std::string_view s);
 // Whether the optimizer's name says it steps each parameter inside backward, with no
 // gradient buffer (LOMO, AdaLomo); the workload's optimizer_in_backward, when set, wins.
 bool OptimizerStepsInBackward(std::string_view s);
+// Whether the name is one of HF Trainer's GaLore optimizers (galore_adamw, galore_adamw_8bit,
+// galore_adafactor and their _layerwise forms); ParseOptimizer reads the optimizer under it.
+bool GaloreOptimizer(std::string_view s);
+constexpr int64_t kGaloreDefaultRank = 128;  // HF Trainer's optim_args rank default (trainer.py)
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);
 std::string_view SettingName(Setting s);

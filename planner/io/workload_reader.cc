@@ -120,6 +120,37 @@ Status ReadSetting(const Document& doc, const YAML::Node& map, const char* key, 
   return Status::Ok();
 }
 
+// GaLore's rank: HF Trainer's optim_args string ("rank=64, update_proj_gap=100, scale=0.1"; only
+// the rank changes memory) or galore_rank, 128 when neither says; both need a galore_* optimizer.
+Status ReadGalore(const Document& doc, const YAML::Node& root, const std::optional<std::string>& opt, Workload& w) {
+  const bool galore = opt && GaloreOptimizer(*opt);
+  if (galore) w.galore_rank = kGaloreDefaultRank;
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> rank, doc.Int(root, "galore_rank", 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> args, doc.String(root, "optim_args"));
+  if (args) {
+    for (size_t at = 0; at <= args->size();) {
+      size_t end = args->find(',', at);
+      if (end == std::string::npos) end = args->size();
+      std::string item = args->substr(at, end - at);
+      item.erase(0, item.find_first_not_of(" \t"));
+      if (item.rfind("rank=", 0) == 0) {
+        const std::string v = item.substr(5, item.find_last_not_of(" \t") + 1 - 5);
+        if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+            std::stoll(v) < 1)
+          return doc.ErrorAt(root["optim_args"], "optim_args: rank= expects a positive integer, got \"" + item + "\"");
+        rank = std::stoll(v);
+      }
+      at = end + 1;
+    }
+  }
+  if ((rank || args) && !galore)
+    return doc.ErrorAt(root[rank && !args ? "galore_rank" : "optim_args"],
+                       "GaLore's rank needs a galore optimizer (galore_adamw, galore_adamw_8bit, galore_adafactor, "
+                       "or their _layerwise forms)");
+  if (rank) w.galore_rank = *rank;
+  return Status::Ok();
+}
+
 // The training recipe keys (DESIGN.md: "the workload names the training recipe as users run it").
 Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_ASSIGN_OR_RETURN(std::optional<std::string> master, doc.String(root, "master_weights"));
@@ -202,7 +233,8 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                             "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                             "paged_optimizer", "activation_offload", "loss", "compile",
-                                            "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release"};
+                                            "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
+                                            "optim_args", "galore_rank"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -241,6 +273,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;
+  SP_RETURN_IF_ERROR(ReadGalore(doc, root, opt, w));
   if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
@@ -272,7 +305,8 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   const std::string optimizer = adamw && w.optimizer_step == OptimizerStep::kForeach     ? "adamw_torch"
                                 : adamw && w.optimizer_step == OptimizerStep::kPerTensor ? "adamw_torch_fused"
                                 : std::string(w.paged_optimizer ? "paged-" : "") + std::string(OptimizerName(w.optimizer));
-  out += p + "optimizer: " + optimizer + "\n";
+  out += p + "optimizer: " + (w.galore_rank > 0 ? "galore-" : "") + optimizer + "\n";
+  if (w.galore_rank > 0) out += p + "galore_rank: " + std::to_string(w.galore_rank) + "\n";
   if (w.master_weights != MasterWeights::kAuto) out += p + "master_weights: " + std::string(MasterWeightsName(w.master_weights)) + "\n";
   if (w.optimizer_in_backward != Setting::kAuto) out += p + "optimizer_in_backward: " + std::string(SettingName(w.optimizer_in_backward)) + "\n";
   if (w.grad_reduce_fp32 != Setting::kAuto) out += p + "grad_reduce_in_fp32: " + std::string(SettingName(w.grad_reduce_fp32)) + "\n";

@@ -883,10 +883,62 @@ TEST(Workload, OptimizerSpellings) {
   // Only bitsandbytes' paged classes page: there is no paged SGD or RMSprop.
   Optimizer o;
   EXPECT_FALSE(ParseOptimizer("paged_rmsprop", &o, nullptr));
-  EXPECT_FALSE(ParseOptimizer("galore_adamw", &o, nullptr));
   EXPECT_FALSE(ParseOptimizer("paged_lomo", &o, nullptr));
+  EXPECT_FALSE(ParseOptimizer("apollo_adamw", &o, nullptr));
+  // HF Trainer's GaLore names: the optimizer under the projection; _layerwise steps in backward.
+  ASSERT_TRUE(ParseOptimizer("galore_adamw_8bit_layerwise", &o, nullptr));
+  EXPECT_EQ(o, Optimizer::kAdamW8bit);
+  EXPECT_TRUE(OptimizerStepsInBackward("galore_adamw_8bit_layerwise"));
+  EXPECT_FALSE(OptimizerStepsInBackward("galore_adamw"));
+  ASSERT_TRUE(ParseOptimizer("galore_adafactor", &o, nullptr));
+  EXPECT_EQ(o, Optimizer::kAdafactor);
+  EXPECT_FALSE(ParseOptimizer("galore_lion", &o, nullptr));
   EXPECT_TRUE(OptimizerStepsInBackward("AdaLomo"));
   EXPECT_FALSE(OptimizerStepsInBackward("sgd"));
+}
+
+// GaLore's rank: 128 unless optim_args (HF's string) or galore_rank says; the writer's text
+// reads back to the same; a rank without a GaLore optimizer is an error on its line.
+TEST(Workload, GaloreRank) {
+  auto w = ReadWorkload("task: pretrain\noptimizer: galore_adamw_layerwise\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->galore_rank, 128);
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(w->optimizer_in_backward, Setting::kOn);
+  w = ReadWorkload("task: pretrain\noptimizer: galore_adamw_8bit\noptim_args: \"rank=1024, update_proj_gap=500, scale=0.25\"\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->galore_rank, 1024);
+  auto back = ReadBack(*w);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *w);
+  auto doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: adamw\noptim_args: \"rank=64\"\n");
+  ASSERT_TRUE(doc.ok());
+  auto bad = ParseWorkload(*doc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("w.yaml:3:13: GaLore's rank needs a galore optimizer"), std::string::npos)
+      << bad.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: galore_adamw\noptim_args: \"rank=x\"\n");
+  bad = ParseWorkload(*doc);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("optim_args: rank= expects a positive integer"), std::string::npos)
+      << bad.status().message();
+}
+
+// GaLore's abstract: "reduces memory usage by up to 65.5% in optimizer states" (Zhao et al.
+// 2024), for its LLaMA 7B (4096 wide, 11008 MLP, 32 layers, 32000 vocab: llama-2-7b's shape)
+// at the rank its 7B runs use, 1024: the attention and MLP states move to the projection and
+// the embeddings and head keep AdamW's two.
+TEST(Workload, GaloreStatesOfLlama7b) {
+  auto loaded = LoadModel("llama-2-7b");
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const double full = OptimizerStateBytes(Optimizer::kAdamW, *loaded);
+  const GaloreShare galore = GaloreStates(Optimizer::kAdamW, *loaded, 1024);
+  EXPECT_NEAR(1 - (galore.states + 4 * galore.projector) / full, 0.655, 0.01);
+  // A rank past a matrix's shorter side projects nothing away: the states come back whole,
+  // beside the projector.
+  const GaloreShare whole = GaloreStates(Optimizer::kAdamW, *loaded, 8192);
+  EXPECT_DOUBLE_EQ(whole.states, full);
+  EXPECT_GT(whole.projector, 0);
 }
 
 // Bytes of optimizer state per trained element: bitsandbytes' 8-bit states are a uint8 and an
