@@ -90,7 +90,8 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (!f.optimizer.empty() && !ParseOptimizer(f.optimizer, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return Status::BadInput("--optimizer: unknown optimizer \"" + f.optimizer + "\"");
   if (!f.optimizer.empty() && OptimizerStepsInBackward(f.optimizer)) w.optimizer_in_backward = Setting::kOn;
-  if (!f.optimizer.empty()) w.galore_rank = GaloreOptimizer(f.optimizer) ? kGaloreDefaultRank : 0;
+  if (!f.optimizer.empty())  // a rank the workload states stays with a GaLore optimizer named here
+    w.galore_rank = !GaloreOptimizer(f.optimizer) ? 0 : w.galore_rank > 0 ? w.galore_rank : kGaloreDefaultRank;
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
   auto headroom = ParseBytes(f.headroom);
   if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());

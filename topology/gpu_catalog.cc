@@ -160,17 +160,16 @@ StatusOr<std::string> ResolveTokens(const Document& doc, const std::string& name
     }
     // One part made in several memory sizes ("A100": 40 and 80 GB; "V100": 16 and 32;
     // "GH200": 96 and 144), every match keyed by the same part: the smallest, the SXM form
-    // when there is one. What fits there fits on the larger sizes, so a fit is never called
-    // on a card too small; `larger` lists them, and estimate says when one would fit.
+    // among equals. What fits there fits on the larger sizes, so a fit is never called on a
+    // card too small; `larger` lists them, and estimate says when one would fit.
     const std::string part = keys[0].substr(0, keys[0].find('-'));
     bool one_part = true;
     for (const std::string& k : keys) one_part = one_part && k.substr(0, k.find('-')) == part;
     if (one_part && !one_size) {
       const Match* best = nullptr;
       for (const Match& m : matches) {
-        const bool pick_sxm = !sxm.empty();
-        if (pick_sxm && m.key.find("-sxm-") == std::string::npos) continue;
-        if (!best || m.memory < best->memory) best = &m;
+        const bool sxm_part = m.key.find("-sxm-") != std::string::npos;
+        if (!best || m.memory < best->memory || (m.memory == best->memory && sxm_part)) best = &m;
       }
       if (larger)
         for (const Match& m : matches)

@@ -20,7 +20,7 @@ StatusOr<GpuSpec> CatalogGpu(const std::string& name);
 // The catalog key for a name as people write it: the key itself, the name nvidia-smi prints
 // ("NVIDIA H100 80GB HBM3"), or its parts in any order and case ("H100", "A100-SXM4-80GB",
 // "rtx4090"). Several matches of one memory size resolve to the SXM part and `note` says so;
-// one part in several sizes ("A100") resolves to the smallest (SXM first) and `larger` gets
+// one part in several sizes ("A100") resolves to the smallest (SXM among equals) and `larger` gets
 // the other sizes' keys; several different parts are an error that lists them. With
 // `memory_bytes`, a size the catalog lacks ("H100 96GB") resolves to the family and sets
 // *memory_bytes to the size the name states.

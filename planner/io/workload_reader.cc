@@ -127,6 +127,7 @@ Status ReadGalore(const Document& doc, const YAML::Node& root, const std::option
   if (galore) w.galore_rank = kGaloreDefaultRank;
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> rank, doc.Int(root, "galore_rank", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> args, doc.String(root, "optim_args"));
+  bool rank_in_args = false;  // optim_args carries other optimizers' settings too (AdEMAMix's beta3, ...)
   if (args) {
     for (size_t at = 0; at <= args->size();) {
       size_t end = args->find(',', at);
@@ -139,12 +140,13 @@ Status ReadGalore(const Document& doc, const YAML::Node& root, const std::option
             std::stoll(v) < 1)
           return doc.ErrorAt(root["optim_args"], "optim_args: rank= expects a positive integer, got \"" + item + "\"");
         rank = std::stoll(v);
+        rank_in_args = true;
       }
       at = end + 1;
     }
   }
-  if ((rank || args) && !galore)
-    return doc.ErrorAt(root[rank && !args ? "galore_rank" : "optim_args"],
+  if (rank && !galore)
+    return doc.ErrorAt(root[rank_in_args ? "optim_args" : "galore_rank"],
                        "GaLore's rank needs a galore optimizer (galore_adamw, galore_adamw_8bit, galore_adafactor, "
                        "or their _layerwise forms)");
   if (rank) w.galore_rank = *rank;
@@ -269,7 +271,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, "
                                           "sgd, sgd-momentum, adafactor, lion, lion-8bit, rmsprop, adagrad, ademamix, "
-                                          "ademamix-8bit, muon, lomo or adalomo (HF Trainer's optim names work too), got \"" + *opt + "\"");
+                                          "ademamix-8bit, muon, lomo, adalomo or galore_adamw[_8bit] (HF Trainer's optim names work too), got \"" + *opt + "\"");
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;

@@ -917,6 +917,10 @@ TEST(Workload, GaloreRank) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("w.yaml:3:13: GaLore's rank needs a galore optimizer"), std::string::npos)
       << bad.status().message();
+  // optim_args without a rank belongs to whatever optimizer it configures.
+  auto other = ReadWorkload("task: pretrain\noptimizer: ademamix\noptim_args: \"beta3=0.9999, alpha=8.0\"\n");
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_EQ(other->galore_rank, 0);
   doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: galore_adamw\noptim_args: \"rank=x\"\n");
   bad = ParseWorkload(*doc);
   ASSERT_FALSE(bad.ok());
