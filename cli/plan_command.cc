@@ -67,7 +67,9 @@ int Run(const PlanFlags& f) {
   // and emit writes those frameworks' configs only, so a plan naming them could not be
   // emitted: unless asked, a LoRA search covers DeepSpeed and FSDP, and says so.
   // Likewise a model whose layers the emitted Megatron-LM arguments cannot build.
-  std::vector<std::string> narrowed;
+  // How the cluster file was read ("A100" as the 40 GB card, "H100" as the SXM part) heads the
+  // list: every plan below is priced on that GPU.
+  std::vector<std::string> narrowed = in->cluster.assumed;
   const bool searched_all = f.frameworks.empty() && !(opt.fixed.fixed & kKeyFramework);
   if (searched_all && in->workload.lora_like()) {
     opt.frameworks = {Framework::kDeepSpeed, Framework::kFsdp};

@@ -142,6 +142,8 @@ printf 'task: finetune\nseq_len: 4096\nglobal_batch: 64\n' > "$tmp/ft.yaml"
 check bare-a100 1 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/a100.yaml" --workload "$tmp/ft.yaml" --layout framework=deepspeed,zero=2,mbs=1,ac=full
 expect bare-a100-read "$tmp/out" "assumed: gpu: 'A100' read as a100-sxm-40gb, the smallest of"
 expect bare-a100-hint "$tmp/out" "assumed: on a100-sxm-80gb this fits (device peak"
+check bare-a100-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster "$tmp/a100.yaml" --workload "$tmp/ft.yaml" --top 2
+expect bare-a100-plan-read "$tmp/out" "assumed: gpu: 'A100' read as a100-sxm-40gb"
 # LOMO steps in backward: no gradient buffer beyond one parameter's, no optimizer state.
 check lomo 0 -- "$bin" estimate --model llama-2-7b --cluster dgx-a100 --task finetune --optimizer lomo --precision fp16 --seq-len 512 --global-batch 1 --gpus-per-node 1 --layout framework=hf,ac=full --json
 json lomo-json 'j["memory"]["per_stage"][0]["terms"]["gradients"] < 0.3 * 2**30 and "optimizer_states" not in j["memory"]["per_stage"][0]["terms"]'
