@@ -1,5 +1,6 @@
 // `shardplan estimate`: one layout's memory by term (and time), from flags or a plan.yaml.
 #include <iostream>
+#include <optional>
 #include <tuple>
 
 #include "cli/command.h"
@@ -39,10 +40,15 @@ int Run(const EstimateFlags& f) {
     p.time = EstimateTime(p.model, p.workload, p.layout, p.cluster);
     // Where the default took an older torchtitan release's larger memory, say when the
     // later release's behaviour is the difference between OOM and a fit.
-    auto fits_with = [&p](const Workload& w, const Layout& l, const std::string& setting, const std::string& why) {
-      const MemoryEstimate e = EstimateMemory(p.model, w, l, p.cluster, p.memory_options);
-      if (e.fits)
-        p.assumed.push_back("with " + setting + " this fits (device peak " + FormatBytes(e.fullest().device_peak) +
+    // The same question on other inputs: the estimate, when it fits there.
+    auto fits_on = [&p](const Workload& w, const Layout& l, const ClusterSpec& c) -> std::optional<MemoryEstimate> {
+      MemoryEstimate e = EstimateMemory(p.model, w, l, c, p.memory_options);
+      if (!e.fits) return std::nullopt;
+      return e;
+    };
+    auto fits_with = [&](const Workload& w, const Layout& l, const std::string& setting, const std::string& why) {
+      if (auto e = fits_on(w, l, p.cluster))
+        p.assumed.push_back("with " + setting + " this fits (device peak " + FormatBytes(e->fullest().device_peak) +
                             "): " + why + "; say " + setting + " if yours does");
     };
     if (!p.memory.fits && LossCompiledByRelease(p.workload, p.layout)) {
@@ -65,10 +71,10 @@ int Run(const EstimateFlags& f) {
         if (!gpu.ok()) continue;
         ClusterSpec bigger = p.cluster;
         bigger.gpu = *gpu;
-        const MemoryEstimate e = EstimateMemory(p.model, p.workload, p.layout, bigger, p.memory_options);
-        if (!e.fits) continue;
-        p.assumed.push_back("on " + key + " this fits (device peak " + FormatBytes(e.fullest().device_peak) + " of " +
-                            FormatBytes(e.capacity_bytes) + "): name that GPU if yours is it");
+        const auto e = fits_on(p.workload, p.layout, bigger);
+        if (!e) continue;
+        p.assumed.push_back("on " + key + " this fits (device peak " + FormatBytes(e->fullest().device_peak) + " of " +
+                            FormatBytes(e->capacity_bytes) + "): name that GPU if yours is it");
         break;
       }
     const bool offloads = p.layout.offload_optimizer == Offload::kCpu || p.layout.offload_params == Offload::kCpu;

@@ -211,7 +211,6 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   return drop;
 }
 
-
 // LoRA through peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters
 // in fp32, under the bf16 autocast the Trainer's bf16=True turns on.
 bool PeftCopiesAdapterInputs(const MemoryContext& ctx) {

@@ -67,7 +67,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   // step in the gradient hooks (OptimizerStepsInBackward).
   if (GaloreOptimizer(s)) {
     n = n.substr(7);
-    if (n.size() > 10 && n.compare(n.size() - 10, 10, "-layerwise") == 0) n.resize(n.size() - 10);
+    if (n.ends_with("-layerwise")) n.resize(n.size() - 10);
     if (n != "adamw" && n != "adamw-8bit" && n != "adafactor") return false;
   }
   bool is_paged = false;
@@ -129,8 +129,7 @@ bool QuantizedStates(Optimizer o) {
 
 bool OptimizerStepsInBackward(std::string_view s) {
   const std::string n = Spelling(s);
-  const bool layerwise = n.size() > 10 && n.compare(n.size() - 10, 10, "-layerwise") == 0;
-  return n == "lomo" || n == "adalomo" || (GaloreOptimizer(s) && layerwise);
+  return n == "lomo" || n == "adalomo" || (GaloreOptimizer(s) && n.ends_with("-layerwise"));
 }
 
 bool GaloreOptimizer(std::string_view s) { return Spelling(s).rfind("galore-", 0) == 0; }

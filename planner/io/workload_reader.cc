@@ -129,20 +129,15 @@ Status ReadGalore(const Document& doc, const YAML::Node& root, const std::option
   SP_ASSIGN_OR_RETURN(std::optional<std::string> args, doc.String(root, "optim_args"));
   bool rank_in_args = false;  // optim_args carries other optimizers' settings too (AdEMAMix's beta3, ...)
   if (args) {
-    for (size_t at = 0; at <= args->size();) {
-      size_t end = args->find(',', at);
-      if (end == std::string::npos) end = args->size();
-      std::string item = args->substr(at, end - at);
-      item.erase(0, item.find_first_not_of(" \t"));
-      if (item.rfind("rank=", 0) == 0) {
-        const std::string v = item.substr(5, item.find_last_not_of(" \t") + 1 - 5);
-        if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }) ||
-            std::stoll(v) < 1)
-          return doc.ErrorAt(root["optim_args"], "optim_args: rank= expects a positive integer, got \"" + item + "\"");
-        rank = std::stoll(v);
-        rank_in_args = true;
-      }
-      at = end + 1;
+    for (const std::string& part : Split(*args, ',')) {
+      const std::string item = Trim(part);
+      if (!item.starts_with("rank=")) continue;
+      const std::string v = item.substr(5);
+      if (v.empty() || v.size() > 7 || !std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); }) ||
+          std::stoll(v) < 1)
+        return doc.ErrorAt(root["optim_args"], "optim_args: rank= expects a positive integer, got \"" + item + "\"");
+      rank = std::stoll(v);
+      rank_in_args = true;
     }
   }
   if (rank && !galore)
