@@ -358,7 +358,19 @@ def apply_fsdp(run, model, mesh, torch):
 
 
 def materialize(model, device, torch):
+    # to_empty gives every module its own new tensor, which unties a head shared with the
+    # embedding unless FSDP holds them as one parameter: remember who shared what, and share
+    # it again after.
+    shared = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        shared.setdefault(id(p), []).append(name)
     model.to_empty(device=device)
+    for names in shared.values():
+        owner, attr = names[0].rsplit(".", 1)
+        first = getattr(model.get_submodule(owner), attr)
+        for other in names[1:]:
+            mod, attr = other.rsplit(".", 1)
+            setattr(model.get_submodule(mod), attr, first)
     with torch.no_grad():
         for p in model.parameters():
             local = p.to_local() if hasattr(p, "to_local") else p
@@ -430,6 +442,10 @@ def forward_backward(run, model, vocab, device, torch, mark=lambda phase: None):
     mark("forward")
     with parallel_loss:
         loss = loss_of(run, logits, ids, torch)
+        # The training loops free the logits before backward: torchtitan and torchtune
+        # `del` them, HF Trainer's compute_loss returns the loss alone. Autograd kept what
+        # the loss's backward needs.
+        del logits
         mark("loss")
         loss.backward()
     mark("backward")
@@ -467,6 +483,7 @@ def measure(run, device_name, steps):
         # Where each phase ends: the bytes still allocated and the peak so far (never reset, so
         # the run's peak is untouched), for the first step and the last.
         phases = []
+        step_seconds = []
 
         def mark(name):
             if cuda and (name == "setup" or phase in ("generate", "step 1", f"step {steps}")):
@@ -487,15 +504,22 @@ def measure(run, device_name, steps):
                 model.train()
             for step in range(steps if run.task != "inference" else 0):
                 phase = f"step {step + 1}"
+                step_started = time.time()
                 for _ in range(run.grad_accum):
                     forward_backward(run, model, config.vocab_size, device, torch, mark)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
                 mark("step")
+                if cuda:
+                    torch.cuda.synchronize()
+                # This rank's compute alone: the fake process group moves no data.
+                step_seconds.append(round(time.time() - step_started, 4))
         except getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError) as e:
             fits, oom_at = False, f"{phase}: {str(e).splitlines()[0]}"
         seconds = time.time() - started
         record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3)}
+        if step_seconds:
+            record["step_seconds"] = step_seconds
         if oom_at:
             record["oom"] = oom_at
         if phases:
@@ -592,6 +616,62 @@ def measure_in_child(folder, args):
     return json.loads(lines[-1])
 
 
+def preload(runs):
+    """Imports what every run needs once, in this process, without touching the GPU, so that
+    each forked child starts with torch, transformers and the models' code already loaded (a
+    fresh interpreter pays several seconds for them on every run)."""
+    import torch  # noqa: F401: loaded for the children
+    import torch.distributed.fsdp  # noqa: F401
+    import torch.distributed.tensor.parallel  # noqa: F401
+    import torch.utils.checkpoint  # noqa: F401
+    from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: F401
+    from transformers import AutoConfig, AutoModelForCausalLM
+    for run in runs:
+        with contextlib.suppress(Exception):  # a run that cannot load says so in its own child
+            AutoModelForCausalLM._model_mapping[type(AutoConfig.for_model(run.config["model_type"]))]
+
+
+def measure_forked(folder, args):
+    """One run in a child forked from this process after preload(): its own CUDA context and
+    allocator (the parent never touches the GPU), and an abort, a crash or a hang ends that
+    run only."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("fork")
+    reader, writer = ctx.Pipe(duplex=False)
+
+    def child():
+        try:
+            writer.send(("ok", measure(Run(folder), args.device, args.steps)))
+        except RunError as e:
+            writer.send(("refused", str(e)))
+        except BaseException as e:  # noqa: BLE001: reported to the parent, which goes on
+            writer.send(("error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"))
+        finally:
+            writer.close()
+            os._exit(0)
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    writer.close()
+    try:
+        if not reader.poll(args.timeout):
+            proc.kill()
+            raise RunError(f"{folder}: no result within --timeout {args.timeout:g} s")
+        try:
+            kind, value = reader.recv()
+        except EOFError:
+            proc.join(10)
+            raise RunError(f"{folder}: the run exited {proc.exitcode} without a result") from None
+    finally:
+        reader.close()
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+    if kind != "ok":
+        raise RunError(value if kind == "refused" else f"{folder}: {value}")
+    return value
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", help="run folders (config.json, cluster.yaml, workload.yaml, layout.txt)")
@@ -601,6 +681,9 @@ def main(argv):
     ap.add_argument("--timeout", type=float, default=300, help="seconds one run may take (default 300)")
     ap.add_argument("--json", action="store_true", help="print each record as JSON")
     ap.add_argument("--check", action="store_true", help="only read and check the inputs; run nothing")
+    ap.add_argument("--fork", action="store_true",
+                    help="fork each run from this process after importing torch and transformers once "
+                         "(saves their import per run) rather than start a fresh python3")
     ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # the child of measure_in_child
     args = ap.parse_args(argv)
     if args.one:
@@ -611,13 +694,19 @@ def main(argv):
             print(f"calibrate: {e}", file=sys.stderr)
             return 2
     status = 0
+    if args.fork and not args.check:
+        loaded = []
+        for folder in args.runs:
+            with contextlib.suppress(RunError):
+                loaded.append(Run(folder))
+        preload(loaded)
     for i, folder in enumerate(args.runs):
         started = time.time()
         try:
             run = Run(folder)
             if args.check:
                 continue
-            record = measure_in_child(folder, args)
+            record = measure_forked(folder, args) if args.fork else measure_in_child(folder, args)
         except RunError as e:
             print(f"calibrate: {e}", file=sys.stderr)
             status = 2

@@ -126,6 +126,21 @@ def main():
         check(got.get("tiny-tied-fsdp8", {}).get("local_params") == 1443072 // 8,
               f"a tied model holds its embedding once, 180,384 per rank (got {got.get('tiny-tied-fsdp8', {}).get('local_params')})")
         check(all(r.get("fits") for r in got.values()) and len(got) == 5, "all five ran")
+        # --fork runs each from one process that imported torch and transformers once: the
+        # same runs, the same shares, each step timed.
+        tied_hf = make_run(src, "tiny-tied-hf", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
+                           "framework=hf,dp=1,mbs=1,ac=none")
+        p = subprocess.run([py, calibrate, two_d, moe, serve, tied_hf, "--device", "cpu", "--steps", "2", "--json",
+                            "--fork"], capture_output=True, text=True)
+        forked = {r["id"]: r for r in (json.loads(l) for l in p.stdout.splitlines() if l.startswith("{"))}
+        check(p.returncode == 0 and {k: r.get("local_params") for k, r in forked.items() if k != "tiny-tied-hf"}
+              == {k: got[k].get("local_params") for k in ("tiny-fsdp4-tp2-sel", "tiny-moe-fsdp4-full", "tiny-generate")},
+              f"--fork gives the same three runs the same shares ({p.stderr.strip()[-400:]})")
+        # Without FSDP, to_empty alone would give the head its own copy of the embedding.
+        check(forked.get("tiny-tied-hf", {}).get("local_params") == 1443072,
+              f"one GPU keeps a tied head tied, 1,443,072 (got {forked.get('tiny-tied-hf', {}).get('local_params')})")
+        check(len(forked.get("tiny-fsdp4-tp2-sel", {}).get("step_seconds", [])) == 2,
+              "each training step's time is recorded")
 
         # 3. What the harness does not run is refused by name.
         pp = make_run(src, "tiny-pp2", TINY_LLAMA, pretrain, "framework=torchtitan,dp=2,pp=2,mbs=1")

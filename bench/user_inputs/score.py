@@ -15,7 +15,8 @@ allocated_peak_bytes, reserved or unstated with reserved_peak_bytes, nvidia-smi 
 peak_bytes, each the largest over pipeline stages; weights with the weights term; a KV-cache
 budget with max_kv_tokens), and tokens/s per GPU with the time model's. A record that also
 measured the reserved peak (measured_reserved, as bench/calibrate writes) is scored on it too,
-against reserved_peak_bytes. An input the CLI
+against reserved_peak_bytes. A run that ran out of memory is scored on its fit verdict, not
+on the peak it reached (what it had allocated when it failed, a lower bound). An input the CLI
 rejects (exit 2 or 3), or a case with no input a user could write, is a miss, never skipped.
 
 Prints each case and a summary; with --thresholds, exits 1 when the summary is worse than the
@@ -60,9 +61,16 @@ def predicted_for(truth, out):
     return None
 
 
+def peak_at_oom(truth):
+    """A peak measured by a run that ran out of memory is what it had allocated when it
+    failed, a lower bound: such a run is scored on its fit verdict, not on those bytes (its
+    weights or KV-cache size, measured before it failed, still are)."""
+    return truth.get("fits") is False and truth.get("metric") in ("allocated", "reserved", "device", "unspecified")
+
+
 def run_case(binary, folder, timeout):
     truth = json.load(open(os.path.join(folder, "truth.json")))
-    row = {"id": truth["id"], "truth": truth, "status": "ok"}
+    row = {"id": truth["id"], "truth": truth, "status": "ok", "folder": folder}
     if truth.get("no_input"):
         row["status"] = "no input: " + truth["no_input"]
         return row
@@ -87,13 +95,19 @@ def run_case(binary, folder, timeout):
         return row
     row["layout"] = out["layout"]["string"]
     row["fits"] = bool(out["memory"]["per_gpu"]["fits"])
-    if "metric" in truth:
+    if "metric" in truth and not peak_at_oom(truth):
         pred = predicted_for(truth, out)
         if pred is not None and truth["measured"] > 0:
             row["predicted"] = pred
             row["mem_error"] = pred / truth["measured"] - 1
-    if truth.get("measured_reserved"):
+    if truth.get("measured_reserved") and not peak_at_oom(truth):
         row["reserved_error"] = stage_max(out["memory"], "reserved_peak_bytes") / truth["measured_reserved"] - 1
+    steps = truth.get("record", {}).get("step_seconds")
+    if steps and truth.get("fits") and out.get("time", {}).get("known"):
+        # A calibration run's last step, timed under the fake process group, which moves no
+        # data: this rank's compute, recomputation and optimizer step, without communication.
+        terms = out["time"]["terms"]
+        row["compute_time_error"] = (terms["compute"] + terms["recompute"] + terms["optimizer"]) / steps[-1] - 1
     if "tokens_per_sec_per_gpu" in truth and out.get("time", {}).get("known") and row["fits"]:
         tps = out["time"]["tokens_per_second_per_gpu"]
         if tps > 0:
@@ -112,9 +126,9 @@ def summarize(rows):
             s["rejected"].append(r["id"])
             if "fits" in t:
                 fit_cases += 1  # a rejected input answers nothing: a miss
-            if "metric" in t:
+            if "metric" in t and not peak_at_oom(t):
                 mem.append(float("inf"))
-            if t.get("measured_reserved"):
+            if t.get("measured_reserved") and not peak_at_oom(t):
                 reserved.append(float("inf"))
             if "tokens_per_sec_per_gpu" in t:
                 time_.append(float("inf"))
@@ -142,6 +156,43 @@ def summarize(rows):
              reserved_worst_under=max([0.0] + [-e for e in reserved_signed]), time_scored=len(time_),
              time_median=percentile(time_, 0.5), time_p90=percentile(time_, 0.9))
     return s
+
+
+def group_of(folder):
+    """The kind of run a calibration record is, from its own inputs."""
+    read = lambda name: open(os.path.join(folder, name)).read()
+    layout = dict(kv.split("=", 1) for kv in read("layout.txt").strip().split(",") if "=" in kv)
+    workload, config = read("workload.yaml"), json.loads(read("config.json"))
+    if "task: inference" in workload:
+        return "serving (one GPU)"
+    if "task: lora" in workload:
+        return "LoRA"
+    if config.get("num_experts") or config.get("num_local_experts"):
+        return "MoE (FSDP)"
+    if int(layout.get("tp", 1)) > 1:
+        return "tensor parallel"
+    return "FSDP" if int(layout.get("dp", 1)) > 1 else "one GPU"
+
+
+def print_groups(rows):
+    """Allocated and reserved peaks by kind of run: median and worst error, optimistic misses."""
+    groups = {}
+    for r in rows:
+        if "folder" in r:
+            groups.setdefault(group_of(r["folder"]), []).append(r)
+    print(f"{'group':<20} {'runs':>4} {'alloc median':>12} {'alloc worst':>11} {'resv median':>11} {'resv worst':>10} "
+          f"{'optimistic':>10} {'step time (n, median signed)':>29}")
+    for name in sorted(groups):
+        rs = groups[name]
+        alloc = [r["mem_error"] for r in rs if "mem_error" in r]
+        resv = [r["reserved_error"] for r in rs if "reserved_error" in r]
+        worst = lambda v: f"{100 * max(v, key=abs):+.1f}%" if v else "-"
+        med = lambda v: pct(percentile([abs(e) for e in v], 0.5)) if v else "-"
+        opt = sum(1 for r in rs if r["status"] == "ok" and "fits" in r["truth"] and r["fits"] and not r["truth"]["fits"])
+        step = sorted(r["compute_time_error"] for r in rs if "compute_time_error" in r)
+        step_txt = f"{len(step)}, {100 * percentile(step, 0.5):+.1f}%" if step else "-"
+        print(f"{name:<20} {len(rs):>4} {med(alloc):>12} {worst(alloc):>11} {med(resv):>11} {worst(resv):>10} {opt:>10} "
+              f"{step_txt:>29}")
 
 
 def pct(x):
@@ -234,6 +285,9 @@ def main():
             print(f"reserved peak: n={s['reserved_scored']} median {pct(s['reserved_median'])}, worst "
                   f"{pct(s['reserved_worst'])}, worst under-prediction {pct(s['reserved_worst_under'])}")
         print(f"time (tokens/s per GPU): n={s['time_scored']} median {pct(s['time_median'])}, p90 {pct(s['time_p90'])}")
+        if any(r["truth"].get("category") == "calibration" for r in rows):
+            print()
+            print_groups(rows)
     if a.thresholds and not check(s, a.thresholds):
         sys.exit(1)
 
