@@ -256,7 +256,9 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const ModelSpec& m = ctx.m;
   // transformers' model code on fp32 weights under autocast: the residual stream stays fp32.
   const bool autocast = AutocastFp32Weights(ctx) && HfStyle(ctx.l) && !ctx.r.compile && !m.is_hybrid();
-  const double input = (autocast ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
+  // fp32 training (no autocast) saves every tensor a bf16 run saves in bf16 at 4 B.
+  const bool fp32 = ctx.w.precision == Dtype::kFp32 && !autocast;
+  const double input = (autocast || fp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE. Falcon-H1 runs
   // attention and Mamba-2 on one normed input, saved once (with the mixer's).
@@ -295,6 +297,26 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     if (m.has_ffn(layer)) norms += (2 * NormReaders(m, layer, false) - fp32_weight) * sbh;
   }
   double total = attn + mlp + norms;
+  if (fp32) {
+    // What the bf16 formulas price at 2 B is 4 B here; what they already price in fp32 stays:
+    // HF RMSNorm's upcast of its input (now the input itself) and the normalized tensor of a
+    // norm that applies its weight in fp32 (Gemma, OLMo 2), q/k norms' upcasts and their
+    // per-row rsqrt, attention's per-head log-sum-exp. Counted on the CPU (saved_activations.py,
+    // fp32 regime): a 2-layer Llama of width 512 saves 39,976 B per token per layer, and so
+    // does the same Gemma.
+    const double sb = d.s * d.b;
+    double already = ctx.r.flash_attention && m.has_attention(layer) ? 4 * sb * static_cast<double>(m.heads) / d.t : 0;
+    if (hf_norms) {
+      const int post = std::max(0, block_norms - m.sub_blocks(layer));
+      already += block_norms * 4 * sbh + (m.norm_weight_fp32 ? ((block_norms - post) * 4 + post * 4) * sbh : 0);
+    }
+    if (hf_norms && (m.qk_norm || m.qk_norm_whole) && m.has_attention(layer) && m.attention == AttentionKind::kGqa) {
+      const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
+      const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;
+      already += sb * ((m.norm_weight_fp32 ? 8 : 4) * width + 4 * rows);
+    }
+    total = 2 * total - already;
+  }
   if (peft && m.attention == AttentionKind::kGqa && !m.is_moe_layer(layer) && !m.is_hybrid() &&
       m.has_attention(layer) && m.has_ffn(layer)) {
     // peft keeps LoRA A and B in fp32 (autocast_adapter_dtype) and casts each adapted
@@ -307,11 +329,16 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // With lora_dropout > 0 each adapted input also passes a dropout, whose CUDA kernel
     // (native_dropout) saves a 1-byte bool mask per element for backward; lora_A then saves
     // its bf16 cast of the dropped input in place of the undropped one.
+    // In fp32 (no autocast) lora_A saves the input itself: one 4 B copy per input tensor,
+    // however many adapters read it, unless a dropout makes one per module.
     const AdapterInputs a = AdapterInputsPerLayer(m, ctx.w.lora, layer);
     const double sb = d.s * d.b;
-    const double per_input = 2 + (ctx.w.lora.dropout > 0 ? 1 : 0);
-    total += sb * (per_input * static_cast<double>(a.inputs) + 2 * static_cast<double>(ctx.w.lora.rank * a.modules)) / d.t;
-    total -= 2 * NormPair(d) * sbh + d.gi * sb * static_cast<double>(m.intermediate) / d.t;
+    const bool dropout = ctx.w.lora.dropout > 0;
+    const double e = fp32 ? 2 : 1;  // element bytes over bf16's
+    const double inputs = fp32 && !dropout ? 4 * static_cast<double>(a.distinct)
+                                           : (2 * e + (dropout ? 1 : 0)) * static_cast<double>(a.inputs);
+    total += sb * (inputs + 2 * e * static_cast<double>(ctx.w.lora.rank * a.modules)) / d.t;
+    total -= e * (2 * NormPair(d) * sbh + d.gi * sb * static_cast<double>(m.intermediate) / d.t);
   }
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's
@@ -390,6 +417,10 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   // log-softmax, nll_loss's fp32 grad and log_softmax_backward's fp32 output live together
   // (12 B); Megatron's computes its grad in place (about 6 B).
   const bool megatron = MegatronModelCode(ctx.l);
+  // fp32 training: the logits are fp32 already and the upcast returns them as they are.
+  if (ctx.w.precision == Dtype::kFp32 && !megatron)
+    return {8, 0, 12, "fp32 logits + saved fp32 log-softmax (no upcast in fp32 training)",
+            "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
   return {megatron ? 6.0 : 10.0, 0, megatron ? 6.0 : 12.0,
           "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)",
           "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
@@ -431,7 +462,8 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                    "backward re-runs one layer's forward and holds its full activations"});
   // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
   const Dims d = DimsFor(ctx);
-  out.push_back({"activation_gradients", static_cast<int64_t>(2 * 2 * d.s * d.b * d.h / d.sp_div + largest_full / 2), 3,
+  const double grad_bytes = ctx.w.precision == Dtype::kFp32 ? 4 : 2;
+  out.push_back({"activation_gradients", static_cast<int64_t>(2 * grad_bytes * d.s * d.b * d.h / d.sp_div + largest_full / 2), 3,
                  Phase::kBackward, Phase::kBackward, Pool::kTorch,
                  "grad of the residual stream plus one layer's intermediate grads during backward"});
   out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,

@@ -167,7 +167,23 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
 AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
   AdapterInputs a;
   if (m.is_hybrid()) return a;
-  for (const NamedLinear& n : AdaptedLinears(m, lora, layer)) a.modules += 1, a.inputs += n.in;
+  // The projections that read one tensor: the attention's normed input, the MLP's.
+  auto shared = [](std::string_view name) -> int {
+    for (std::string_view q : {"q_proj", "k_proj", "v_proj", "qkv_proj", "query_key_value", "c_attn", "Wqkv"})
+      if (name == q) return 1;
+    for (std::string_view g : {"gate_proj", "up_proj", "gate_up_proj"})
+      if (name == g) return 2;
+    for (std::string_view o : {"o_proj", "out_proj"})
+      if (name == o) return 3;
+    return 0;
+  };
+  bool seen[4] = {false, false, false, false};
+  for (const NamedLinear& n : AdaptedLinears(m, lora, layer)) {
+    a.modules += 1, a.inputs += n.in;
+    const int group = shared(n.name);
+    if (group == 0 || (group < 3 && !seen[group])) a.distinct += n.in;
+    seen[group] = true;
+  }
   return a;
 }
 

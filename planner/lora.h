@@ -20,7 +20,10 @@ int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t 
 // what peft's LoRA layers keep copies of (planner/activations.cc). Hybrid layers give none.
 struct AdapterInputs {
   int64_t modules = 0;
-  int64_t inputs = 0;
+  int64_t inputs = 0;    // summed over the adapted modules
+  // Each input tensor once (q, k and v read one, gate and up another), leaving out the
+  // attention output o_proj reads, which the attention kernel keeps for its own backward.
+  int64_t distinct = 0;
 };
 AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
 

@@ -3,20 +3,26 @@
 beside what shardplan prices for it: a check of the activation formulas that needs no GPU.
 
     saved_activations.py --shardplan BIN [--families llama,qwen3,...] [--autocast-families ...]
-                         [--lora llama:all,llama:q_proj/v_proj,...] [--tolerance 0.015]
+                         [--fp32-families ...] [--lora llama:all,llama:q_proj/v_proj,...]
+                         [--lora-fp32 ...] [--tolerance 0.015]
 
 Each family is built from a tiny config (2 layers, width 512, 8 query heads and 2 KV heads of
 64, FFN 1408, 4 experts top-2 for the MoE ones; OPT: 8 heads, FFN 2048) with random weights,
 and one forward and loss run on 3 x 200 tokens with PyTorch's SDPA attention, on the CPU.
 Every tensor autograd saves is counted once per storage (saved_tensors_hooks); the second
-layer's are divided by its 600 tokens. Three regimes:
+layer's are divided by its 600 tokens. Five regimes:
   bf16      the model in bf16, as pure-bf16 training or FSDP's bf16 parameters run it;
             shardplan: framework=fsdp,zero=3 (FSDP, model code from transformers);
   autocast  the model in fp32 under bf16 autocast, as one GPU or DDP with fp32 master weights
             runs it; shardplan: framework=fsdp,zero=0 on an fp32 config.json;
+  fp32      the model in fp32 without autocast (fp32 training, and torchtitan's tensor or
+            pipeline parallelism without FSDP); shardplan: framework=fsdp,zero=3 with
+            precision: fp32;
   lora      the bf16 model under peft's LoRA (r 8, adapters in fp32 as peft makes them) and
             bf16 autocast, as HF Trainer runs it; shardplan: framework=hf, task: lora, with
-            the same rank and target modules.
+            the same rank and target modules;
+  lora-fp32 the same in fp32 without autocast (precision: fp32), where adapters reading one
+            tensor share its saved copy.
 shardplan prices the same config.json on one GPU, micro-batch 3 of 200 tokens, no
 recomputation: its `activations` term over the 2 layers. The casts autocast caches of each
 weight are its `autocast_weight_cache` term, not counted here.
@@ -85,15 +91,15 @@ def measure(family, folder, regime, targets=None):
     import transformers as tf
     cfg = make_config(family)
     cfg._attn_implementation = "sdpa"
-    cfg.torch_dtype = "float32" if regime == "autocast" else "bfloat16"
+    cfg.torch_dtype = "float32" if regime in ("autocast", "fp32", "lora-fp32") else "bfloat16"
     cfg.save_pretrained(folder)
     torch.manual_seed(0)
     model = tf.AutoModelForCausalLM.from_config(cfg)
-    if regime != "autocast":
+    if regime not in ("autocast", "fp32", "lora-fp32"):
         model = model.to(torch.bfloat16)
     base = getattr(model, model.base_model_prefix)
     layers = base.layers if hasattr(base, "layers") else base.decoder.layers  # OPT: model.decoder.layers
-    if regime == "lora":
+    if regime in ("lora", "lora-fp32"):
         import peft
         model = peft.get_peft_model(model, peft.LoraConfig(r=LORA_RANK, lora_alpha=2 * LORA_RANK, target_modules=targets))
     model.train()
@@ -119,7 +125,7 @@ def measure(family, folder, regime, targets=None):
         return t if tuple(t.shape) in shapes else pack(t)
 
     with torch.autograd.graph.saved_tensors_hooks(pack_activation, lambda t: t):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=regime != "bf16"):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=regime not in ("bf16", "fp32", "lora-fp32")):
             model(input_ids=ids, labels=ids)
     return sum(n for w, n in seen.values() if w == 1) / (BATCH * SEQ)
 
@@ -128,11 +134,15 @@ def priced(shardplan, folder, regime, targets=None):
     with open(os.path.join(folder, "cluster.yaml"), "w") as f:
         f.write("name: one\nnodes: 1\ngpus_per_node: 1\ngpu: h100-sxm-80gb\n")
     with open(os.path.join(folder, "workload.yaml"), "w") as f:
-        if regime == "lora":
-            f.write(f"task: lora\nprecision: bf16\nseq_len: {SEQ}\nlora: {{rank: {LORA_RANK}, targets: [{', '.join(targets)}]}}\n")
+        if regime in ("lora", "lora-fp32"):
+            precision = "fp32" if regime == "lora-fp32" else "bf16"
+            f.write(f"task: lora\nprecision: {precision}\nseq_len: {SEQ}\n"
+                    f"lora: {{rank: {LORA_RANK}, targets: [{', '.join(targets)}]}}\n")
         else:
-            f.write(f"task: pretrain\nprecision: bf16\nseq_len: {SEQ}\n")
-    layout = {"bf16": "framework=fsdp,zero=3", "autocast": "framework=fsdp,zero=0", "lora": "framework=hf"}[regime]
+            precision = "fp32" if regime == "fp32" else "bf16"
+            f.write(f"task: pretrain\nprecision: {precision}\nseq_len: {SEQ}\n")
+    layout = {"bf16": "framework=fsdp,zero=3", "autocast": "framework=fsdp,zero=0", "fp32": "framework=fsdp,zero=3",
+              "lora": "framework=hf", "lora-fp32": "framework=hf"}[regime]
     cmd = [shardplan, "estimate", "--model", os.path.join(folder, "config.json"), "--cluster",
            os.path.join(folder, "cluster.yaml"), "--workload", os.path.join(folder, "workload.yaml"),
            "--layout", f"{layout},dp=1,mbs={BATCH},ac=none", "--json"]
@@ -149,17 +159,22 @@ def main():
     ap.add_argument("--families",
                     default="llama,mistral,qwen2,qwen3,gemma,gemma3,olmo2,opt,mixtral,qwen3_moe,exaone_moe,apertus")
     ap.add_argument("--autocast-families", default="llama,qwen3,gemma,gemma3")
+    ap.add_argument("--fp32-families", default="llama,qwen3,gemma,olmo2,opt,mixtral")
     ap.add_argument("--lora", default="llama:all,llama:q_proj/v_proj,qwen3:all,gemma:all",
                     help="family:targets, targets / separated or all (the seven projections)")
+    ap.add_argument("--lora-fp32", default="llama:all,llama:q_proj/v_proj,qwen3:all",
+                    help="the same, with the model and adapters in fp32 and no autocast")
     ap.add_argument("--tolerance", type=float, default=0.015, help="largest |priced / saved - 1| (default 1.5%%)")
     a = ap.parse_args()
     worst, rows = 0.0, []
     seven = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     runs = [(f, "bf16", None) for f in a.families.split(",") if f]
     runs += [(f, "autocast", None) for f in a.autocast_families.split(",") if f]
-    for entry in (e for e in a.lora.split(",") if e):
-        family, _, targets = entry.partition(":")
-        runs.append((family, "lora", seven if targets in ("", "all") else targets.split("/")))
+    runs += [(f, "fp32", None) for f in a.fp32_families.split(",") if f]
+    for regime, entries in (("lora", a.lora), ("lora-fp32", a.lora_fp32)):
+        for entry in (e for e in entries.split(",") if e):
+            family, _, targets = entry.partition(":")
+            runs.append((family, regime, seven if targets in ("", "all") else targets.split("/")))
     for family, regime, targets in runs:
         with tempfile.TemporaryDirectory() as folder:
             try:
@@ -170,12 +185,12 @@ def main():
                 return 2
         error = ours / saved - 1
         worst = max(worst, abs(error))
-        what = regime if regime != "lora" or targets == seven else "lora " + "/".join(targets)
+        what = regime if not regime.startswith("lora") or targets == seven else regime + " " + "/".join(targets)
         rows.append((family, what, saved, ours, error))
-    print(f"{'family':10s} {'regime':20s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
+    print(f"{'family':10s} {'regime':26s} {'saved B/token/layer':>20s} {'shardplan':>10s} {'error':>7s}")
     for family, regime, saved, ours, error in rows:
         flag = "" if abs(error) <= a.tolerance else "  <- over the tolerance"
-        print(f"{family:10s} {regime:20s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
+        print(f"{family:10s} {regime:26s} {saved:20.1f} {ours:10.1f} {100 * error:+6.2f}%{flag}")
     print(f"worst |error| {100 * worst:.2f}% (tolerance {100 * a.tolerance:.2f}%)")
     return 0 if worst <= a.tolerance else 1
 
