@@ -85,12 +85,21 @@ AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSp
   return AttentionImpl::kUnstated;
 }
 
+bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l) {
+  const bool fsdp = (l.zero >= 1 && l.dp > 1) || l.cp > 1;
+  return w.training() && TorchtitanItself(l) && !fsdp && (l.tp > 1 || l.pp > 1) &&
+         (w.precision == Dtype::kBf16 || w.precision == Dtype::kFp16) && w.master_weights != MasterWeights::kNone;
+}
+
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
   TrainingRecipe r;
   if (!w.training()) return r;
   auto assume = [&](const char* note) {
     if (assumed) assumed->push_back(note);
   };
+  if (TorchtitanMixedPrecisionOff(w, l))
+    assume("precision: fp32 (torchtitan runs tensor or pipeline parallelism without FSDP in fp32: its maybe_enable_amp "
+           "turns mixed precision off there; shard data parallelism with dp and zero=3 for bf16)");
   const bool low = w.precision != Dtype::kFp32;
   if (!(l.fixed & kKeyFramework) && l.stack == Stack::kHf)
     assume("framework: hf (a fine-tune on one GPU with no framework named: HF Trainer's defaults)");

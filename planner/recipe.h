@@ -68,6 +68,14 @@ bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l);
 // parallelism), else FlashAttention-class (kUnstated).
 AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSpec& gpu);
 
+// torchtitan casts to bf16 only through FSDP (fully_shard's MixedPrecisionPolicy) or, for DDP
+// and one GPU, torch.autocast. With tensor or pipeline parallelism and no FSDP (no sharded
+// data parallelism, no context parallelism) its maybe_enable_amp warns "Mixed precision
+// training with TP or PP is only supported when FSDP/HSDP/CP is enabled" and returns no
+// autocast: the step runs on the fp32 parameters (torchtitan/distributed/utils.py). True for
+// such a layout and a mixed-precision workload; the memory and time models then price fp32.
+bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l);
+
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l,

@@ -179,6 +179,39 @@ TEST(Recipe, PureBf16HalvesTheModelStates) {
   EXPECT_EQ(Term(forced, "optimizer_states"), 8 * n);
 }
 
+// torchtitan's maybe_enable_amp (torchtitan/distributed/utils.py) casts only through FSDP or,
+// for DDP and one GPU, autocast: tensor parallelism without FSDP trains on the fp32
+// parameters, with fp32 activations (4 B where bf16 saves 2), and says so. With FSDP over
+// data parallelism the same TP degree keeps bf16 compute.
+TEST(Recipe, TorchtitanTensorParallelWithoutFsdpRunsFp32) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const Workload w = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 8\nprecision: bf16\n");
+  auto layout = [&](const std::string& text) {
+    auto parsed = ParseLayout(text);
+    EXPECT_TRUE(parsed.ok());
+    auto l = ResolveLayout(m, w, c, *parsed);
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    return *l;
+  };
+  const Layout tp_only = layout("framework=torchtitan,dp=1,tp=8,mbs=8,ac=full");
+  EXPECT_TRUE(TorchtitanMixedPrecisionOff(w, tp_only));
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, w, tp_only, &assumed);
+  EXPECT_TRUE(Assumes(assumed, "precision: fp32 (torchtitan runs tensor or pipeline parallelism without FSDP"));
+  const MemoryEstimate off = EstimateMemory(m, w, tp_only, c);
+  EXPECT_EQ(Term(off, "autocast_weight_cache"), 0);
+  // Full recomputation keeps each layer's input: 8 x 4096 tokens x 4096 wide, over TP 8 with
+  // SP, 32 layers, in fp32.
+  EXPECT_EQ(Term(off, "activations"), 32LL * 4 * 8 * 4096 * 4096 / 8);
+  const Layout fsdp = layout("framework=torchtitan,dp=4,tp=2,zero=3,mbs=2,ac=full");
+  EXPECT_FALSE(TorchtitanMixedPrecisionOff(w, fsdp));
+  EXPECT_EQ(Term(EstimateMemory(m, w, fsdp, c), "activations"), 32LL * 2 * 2 * 4096 * 4096 / 2);
+  // Pure bf16 (no master copy) has nothing to turn off.
+  EXPECT_FALSE(TorchtitanMixedPrecisionOff(Recipe("task: pretrain\nseq_len: 4096\nprecision: bf16\nmaster_weights: none\n"),
+                                           tp_only));
+}
+
 // HF Trainer loads a checkpoint in its own dtype (transformers 5: dtype="auto"): a bf16
 // checkpoint trains in pure bf16, an fp32 one keeps fp32 weights; the output says which.
 TEST(Recipe, HfFollowsTheCheckpointDtype) {

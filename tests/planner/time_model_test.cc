@@ -768,17 +768,20 @@ TEST(EstimateTime, TorchtitanSelectiveCheckpointGathersAgain) {
   l.tp = 8;
   l.sp = true;
   l.grad_accum = 8;
-  const TimeEstimate none = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  // Pure bf16: with fp32 master weights and no FSDP torchtitan would run TP in fp32.
+  Workload w = Pretrain(4096, 8);
+  w.master_weights = MasterWeights::kNone;
+  const TimeEstimate none = EstimateTime(Llama3_70B(), w, l, DgxH100(1));
   l.ac = Recompute::kSelective;
-  const TimeEstimate sel = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  const TimeEstimate sel = EstimateTime(Llama3_70B(), w, l, DgxH100(1));
   l.ac = Recompute::kFull;
-  const TimeEstimate full = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  const TimeEstimate full = EstimateTime(Llama3_70B(), w, l, DgxH100(1));
   ASSERT_GT(RawTerm(none, "tp_comm"), 0);
   EXPECT_NEAR(RawTerm(sel, "tp_comm"), 1.25 * RawTerm(none, "tp_comm"), 1e-9);
   EXPECT_NEAR(RawTerm(full, "tp_comm"), 1.5 * RawTerm(none, "tp_comm"), 1e-9);
   l.ac = Recompute::kSelective;
   l.framework = Framework::kMegatron;  // attention core recomputed: no collective inside it
-  const TimeEstimate megatron = EstimateTime(Llama3_70B(), Pretrain(4096, 8), l, DgxH100(1));
+  const TimeEstimate megatron = EstimateTime(Llama3_70B(), w, l, DgxH100(1));
   EXPECT_NEAR(RawTerm(megatron, "tp_comm"), RawTerm(none, "tp_comm"), 1e-9);
 }
 
