@@ -70,6 +70,14 @@ bool MegatronGradsFp32(const Workload& w, const Layout& l) {
 bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l) {
   if (w.flash_attention != Setting::kAuto) return w.flash_attention == Setting::kOn;
   if (m.attention_impl != AttentionImpl::kUnstated) return m.attention_impl != AttentionImpl::kEager;
+  // transformers' SDPA path hands a GQA model's K and V over unrepeated with enable_gqa=True
+  // (integrations/sdpa_attention.py, use_gqa_in_sdpa: CUDA, torch 2.5+, no mask). In fp32 no
+  // flash kernel exists, the memory-efficient one takes no enable_gqa, and PyTorch falls back
+  // to the math path, which saves the s x s probabilities per head. Our H100 runs in fp32
+  // (Llama-3.2-1B, 16 layers at 2 x 1,024 tokens; Llama-3.1-8B's recomputed layer at 2 x 4,096)
+  // each held that much more than their flash-priced estimate.
+  const bool hf_model_code = !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
+  if (w.precision == Dtype::kFp32 && hf_model_code && m.kv_heads > 0 && m.kv_heads < m.heads) return false;
   return l.stack != Stack::kMegatronDeepSpeed;
 }
 

@@ -134,13 +134,16 @@ def priced(shardplan, folder, regime, targets=None):
     with open(os.path.join(folder, "cluster.yaml"), "w") as f:
         f.write("name: one\nnodes: 1\ngpus_per_node: 1\ngpu: h100-sxm-80gb\n")
     with open(os.path.join(folder, "workload.yaml"), "w") as f:
+        # The CPU's SDPA has a flash kernel for fp32 and GQA; CUDA's does not, so shardplan
+        # prices the math path there unless told otherwise (recipe.cc FlashAttention).
+        fp32 = "precision: fp32\nflash_attention: true\n"
         if regime in ("lora", "lora-fp32"):
-            precision = "fp32" if regime == "lora-fp32" else "bf16"
-            f.write(f"task: lora\nprecision: {precision}\nseq_len: {SEQ}\n"
+            precision = fp32 if regime == "lora-fp32" else "precision: bf16\n"
+            f.write(f"task: lora\n{precision}seq_len: {SEQ}\n"
                     f"lora: {{rank: {LORA_RANK}, targets: [{', '.join(targets)}]}}\n")
         else:
-            precision = "fp32" if regime == "fp32" else "bf16"
-            f.write(f"task: pretrain\nprecision: {precision}\nseq_len: {SEQ}\n")
+            precision = fp32 if regime == "fp32" else "precision: bf16\n"
+            f.write(f"task: pretrain\n{precision}seq_len: {SEQ}\n")
     layout = {"bf16": "framework=fsdp,zero=3", "autocast": "framework=fsdp,zero=0", "fp32": "framework=fsdp,zero=3",
               "lora": "framework=hf", "lora-fp32": "framework=hf"}[regime]
     cmd = [shardplan, "estimate", "--model", os.path.join(folder, "config.json"), "--cluster",

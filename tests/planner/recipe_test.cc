@@ -212,6 +212,31 @@ TEST(Recipe, TorchtitanTensorParallelWithoutFsdpRunsFp32) {
                                            tp_only));
 }
 
+// transformers' SDPA passes a GQA model's K and V unrepeated (enable_gqa); in fp32 there is no
+// flash kernel and the memory-efficient one refuses enable_gqa, so PyTorch runs the math path
+// and saves the attention probabilities. bf16, a model without GQA, and torchtitan's own model
+// code (K and V repeated) keep a fused kernel.
+TEST(Recipe, Fp32GqaUnderTransformersSdpaSavesTheProbabilities) {
+  const ModelSpec gqa = Builtin("llama-3.1-8b");
+  const ModelSpec mha = Builtin("llama-2-7b");
+  const ClusterSpec c = DgxH100();
+  const Workload fp32 = Recipe("task: pretrain\nseq_len: 4096\nprecision: fp32\n");
+  const Workload bf16 = Recipe("task: pretrain\nseq_len: 4096\nprecision: bf16\n");
+  auto layout = [&](const ModelSpec& m, const Workload& w, const std::string& text) {
+    auto parsed = ParseLayout(text);
+    EXPECT_TRUE(parsed.ok());
+    auto l = ResolveLayout(m, w, c, *parsed);
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    return *l;
+  };
+  EXPECT_FALSE(FlashAttention(gqa, fp32, layout(gqa, fp32, "framework=fsdp,dp=8,zero=3")));
+  EXPECT_TRUE(FlashAttention(gqa, bf16, layout(gqa, bf16, "framework=fsdp,dp=8,zero=3")));
+  EXPECT_TRUE(FlashAttention(mha, fp32, layout(mha, fp32, "framework=fsdp,dp=8,zero=3")));
+  EXPECT_TRUE(FlashAttention(gqa, fp32, layout(gqa, fp32, "framework=torchtitan,dp=8,zero=3")));
+  EXPECT_TRUE(FlashAttention(gqa, Recipe("task: pretrain\nseq_len: 4096\nprecision: fp32\nflash_attention: true\n"),
+                             layout(gqa, fp32, "framework=fsdp,dp=8,zero=3")));
+}
+
 // HF Trainer loads a checkpoint in its own dtype (transformers 5: dtype="auto"): a bf16
 // checkpoint trains in pure bf16, an fp32 one keeps fp32 weights; the output says which.
 TEST(Recipe, HfFollowsTheCheckpointDtype) {
