@@ -12,9 +12,7 @@
 namespace shardplan {
 namespace {
 
-bool HfStyle(const Layout& l) {
-  return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
-}
+bool HfStyle(const Layout& l) { return TransformersModelCode(l); }
 
 struct Dims {
   double s, b, h, t, sp_div;  // tokens per GPU (after CP), micro-batch, hidden, TP, divisor of replicated terms
@@ -306,10 +304,9 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // does the same Gemma.
     const double sb = d.s * d.b;
     double already = ctx.r.flash_attention && m.has_attention(layer) ? 4 * sb * static_cast<double>(m.heads) / d.t : 0;
-    if (hf_norms) {
-      const int post = std::max(0, block_norms - m.sub_blocks(layer));
-      already += block_norms * 4 * sbh + (m.norm_weight_fp32 ? ((block_norms - post) * 4 + post * 4) * sbh : 0);
-    }
+    // An fp32-weight norm's normalized tensor is 4 B here; bf16 priced it 2 B above the
+    // projection's bf16 input (4 B after a post norm), which doubling makes 4 B too many.
+    if (hf_norms) already += (m.norm_weight_fp32 ? 8 : 4) * block_norms * sbh;
     if (hf_norms && (m.qk_norm || m.qk_norm_whole) && m.has_attention(layer) && m.attention == AttentionKind::kGqa) {
       const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
       const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;

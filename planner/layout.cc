@@ -351,6 +351,10 @@ bool MegatronModelCode(const Layout& l) {
   return l.framework == Framework::kMegatron || l.stack == Stack::kMegatronDeepSpeed;
 }
 
+bool TransformersModelCode(const Layout& l) {
+  return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
+}
+
 std::string MegatronLmGap(const ModelSpec& m) {
   if (m.linear.delta) return "arguments for Gated DeltaNet models (" + m.model_type + ") are not emitted";
   if (m.is_hybrid() && m.model_type != "nemotron_h" && m.model_type != "mamba2")

@@ -120,6 +120,9 @@ std::string_view FrameworkName(const Layout& l);
 // Whether the model runs Megatron's own code (vocab-parallel head and loss, fused kernels):
 // Megatron-core, or Megatron-DeepSpeed on DeepSpeed's engine.
 bool MegatronModelCode(const Layout& l);
+// Whether the model runs transformers' own modeling code: FSDP and DeepSpeed stacks (HF
+// Trainer, accelerate, plain scripts) outside Megatron-DeepSpeed.
+bool TransformersModelCode(const Layout& l);
 // Why the Megatron-LM arguments shardplan writes (pretrain_gpt.py, pretrain_mamba.py) cannot
 // build `m`, or empty when they can: Gated DeltaNet layers, and hybrids other than Nemotron-H's
 // one-mixer blocks.

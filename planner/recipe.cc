@@ -76,8 +76,7 @@ bool FlashAttention(const ModelSpec& m, const Workload& w, const Layout& l) {
   // to the math path, which saves the s x s probabilities per head. Our H100 runs in fp32
   // (Llama-3.2-1B, 16 layers at 2 x 1,024 tokens; Llama-3.1-8B's recomputed layer at 2 x 4,096)
   // each held that much more than their flash-priced estimate.
-  const bool hf_model_code = !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
-  if (w.precision == Dtype::kFp32 && hf_model_code && m.kv_heads > 0 && m.kv_heads < m.heads) return false;
+  if (w.precision == Dtype::kFp32 && TransformersModelCode(l) && m.kv_heads > 0 && m.kv_heads < m.heads) return false;
   return l.stack != Stack::kMegatronDeepSpeed;
 }
 
