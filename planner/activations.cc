@@ -238,13 +238,19 @@ int NormReaders(const ModelSpec& m, int64_t layer, bool attention) {
 // (none when the weight is `frozen`).
 // (Measured: a 2-layer Qwen3 of width 512 saves 3,880 B per token per layer more than the
 // same Llama, autograd's saved tensors counted on the CPU.)
+struct QkNormShape {
+  double width = 0, rows = 0;  // per token on this rank: the normed q and k, their rstd rows
+};
+QkNormShape QkNorms(const ModelSpec& m, int64_t layer, const Dims& d) {
+  if ((!m.qk_norm && !m.qk_norm_whole) || !m.has_attention(layer) || m.attention != AttentionKind::kGqa) return {};
+  return {static_cast<double>(m.q_width() + m.kv_width()) / d.t,
+          m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t};
+}
+
 double QkNormBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, bool hf_norms, bool frozen) {
-  const ModelSpec& m = ctx.m;
-  if ((!m.qk_norm && !m.qk_norm_whole) || !m.has_attention(layer) || m.attention != AttentionKind::kGqa) return 0;
-  const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
-  const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;
-  const double per = hf_norms ? 4 + (frozen ? 0 : m.norm_weight_fp32 ? 4 : 2) : 2;
-  return d.s * d.b * (per * width + 4 * rows);
+  const QkNormShape q = QkNorms(ctx.m, layer, d);
+  const double per = hf_norms ? 4 + (frozen ? 0 : ctx.m.norm_weight_fp32 ? 4 : 2) : 2;
+  return d.s * d.b * (per * q.width + 4 * q.rows);
 }
 
 }  // namespace
@@ -304,13 +310,13 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // does the same Gemma.
     const double sb = d.s * d.b;
     double already = ctx.r.flash_attention && m.has_attention(layer) ? 4 * sb * static_cast<double>(m.heads) / d.t : 0;
-    // An fp32-weight norm's normalized tensor is 4 B here; bf16 priced it 2 B above the
-    // projection's bf16 input (4 B after a post norm), which doubling makes 4 B too many.
-    if (hf_norms) already += (m.norm_weight_fp32 ? 8 : 4) * block_norms * sbh;
-    if (hf_norms && (m.qk_norm || m.qk_norm_whole) && m.has_attention(layer) && m.attention == AttentionKind::kGqa) {
-      const double width = static_cast<double>(m.q_width() + m.kv_width()) / d.t;
-      const double rows = m.qk_norm_whole ? 2 : static_cast<double>(m.heads + m.kv_heads) / d.t;
-      already += sb * ((m.norm_weight_fp32 ? 8 : 4) * width + 4 * rows);
+    if (hf_norms) {
+      // An fp32-weight norm's normalized tensor is 4 B here; bf16 priced it 2 B above the
+      // projection's bf16 input (4 B after a post norm), which doubling makes 4 B too many.
+      // The same holds for the q/k norms, over their width.
+      const double upcast = m.norm_weight_fp32 ? 8 : 4;
+      const QkNormShape q = QkNorms(m, layer, d);
+      already += upcast * block_norms * sbh + sb * (upcast * q.width + 4 * q.rows);
     }
     total = 2 * total - already;
   }

@@ -210,11 +210,7 @@ void AddVisionEncoder(const MemoryContext& ctx, const StageShape& s, std::vector
 
 MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                               const MemoryOptions& opt) {
-  if (TorchtitanMixedPrecisionOff(w, l)) {
-    Workload fp32 = w;
-    fp32.precision = Dtype::kFp32;
-    return EstimateMemory(m, fp32, l, c, opt);
-  }
+  if (TorchtitanMixedPrecisionOff(w, l)) return EstimateMemory(m, WorkloadAsRun(w, l), l, c, opt);
   MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
   MemoryEstimate e;
   e.inference = !w.training();

@@ -98,6 +98,12 @@ bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l) {
          (w.precision == Dtype::kBf16 || w.precision == Dtype::kFp16) && w.master_weights != MasterWeights::kNone;
 }
 
+Workload WorkloadAsRun(const Workload& w, const Layout& l) {
+  Workload run = w;
+  if (TorchtitanMixedPrecisionOff(w, l)) run.precision = Dtype::kFp32;
+  return run;
+}
+
 TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout& l, std::vector<std::string>* assumed) {
   TrainingRecipe r;
   if (!w.training()) return r;

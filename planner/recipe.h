@@ -73,8 +73,12 @@ AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSp
 // data parallelism, no context parallelism) its maybe_enable_amp warns "Mixed precision
 // training with TP or PP is only supported when FSDP/HSDP/CP is enabled" and returns no
 // autocast: the step runs on the fp32 parameters (torchtitan/distributed/utils.py). True for
-// such a layout and a mixed-precision workload; the memory and time models then price fp32.
+// such a layout and a mixed-precision workload.
 bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l);
+// The workload as the layout's framework runs it: `w`, with fp32 precision where
+// TorchtitanMixedPrecisionOff. The memory and time models and the validator's collective
+// sizes all price this one; plans and emitted configs keep what the user stated.
+Workload WorkloadAsRun(const Workload& w, const Layout& l);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

@@ -508,11 +508,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
 TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                           const TimeOptions& opt) {
   if (!w.training()) return EstimateInferenceTime(m, w, l, c, opt);
-  if (TorchtitanMixedPrecisionOff(w, l)) {  // the step runs in fp32 (recipe.h)
-    Workload fp32 = w;
-    fp32.precision = Dtype::kFp32;
-    return EstimateTime(m, fp32, l, c, opt);
-  }
+  if (TorchtitanMixedPrecisionOff(w, l)) return EstimateTime(m, WorkloadAsRun(w, l), l, c, opt);
   TimeEstimate out;
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;

@@ -114,8 +114,8 @@ void AddPipeline(const Plan& p, const CommShape& s, std::vector<CollectiveStep>*
 
 CommShape MakeCommShape(const Plan& plan, const RankPlace& me) {
   const ModelSpec& m = plan.model;
-  const Workload& w = plan.workload;
   const Layout& l = plan.layout;
+  const Workload w = WorkloadAsRun(plan.workload, l);  // the precision the memory model priced
   CommShape s;
   s.training = w.training();
   const int64_t seqs = s.training ? l.mbs : (l.batch > 0 ? l.batch : w.inference.batch);

@@ -70,7 +70,7 @@ def peak_at_oom(truth):
 
 def run_case(binary, folder, timeout):
     truth = json.load(open(os.path.join(folder, "truth.json")))
-    row = {"id": truth["id"], "truth": truth, "status": "ok", "folder": folder}
+    row = {"id": truth["id"], "truth": truth, "status": "ok"}
     if truth.get("no_input"):
         row["status"] = "no input: " + truth["no_input"]
         return row
@@ -94,6 +94,7 @@ def run_case(binary, folder, timeout):
         row["status"] = f"exit {p.returncode} without JSON ({e})"
         return row
     row["layout"] = out["layout"]["string"]
+    row["group"] = group_of(out)
     row["fits"] = bool(out["memory"]["per_gpu"]["fits"])
     if "metric" in truth and not peak_at_oom(truth):
         pred = predicted_for(truth, out)
@@ -158,41 +159,42 @@ def summarize(rows):
     return s
 
 
-def group_of(folder):
-    """The kind of run a calibration record is, from its own inputs."""
-    read = lambda name: open(os.path.join(folder, name)).read()
-    layout = dict(kv.split("=", 1) for kv in read("layout.txt").strip().split(",") if "=" in kv)
-    workload, config = read("workload.yaml"), json.loads(read("config.json"))
-    if "task: inference" in workload:
+def group_of(out):
+    """The kind of run a record is, from the CLI's own reading of its inputs."""
+    layout, model = out["layout"], out["model"]
+    if out["workload"]["task"] == "inference":
         return "serving (one GPU)"
-    if "task: lora" in workload:
+    if out["workload"]["task"] in ("lora", "qlora"):
         return "LoRA"
-    if config.get("num_experts") or config.get("num_local_experts"):
+    if model["params_active"] < model["params_total"]:
         return "MoE (FSDP)"
-    if int(layout.get("tp", 1)) > 1:
+    if layout["tp"] > 1:
         return "tensor parallel"
-    return "FSDP" if int(layout.get("dp", 1)) > 1 else "one GPU"
+    return "FSDP" if layout["dp"] > 1 else "one GPU"
 
 
 def print_groups(rows):
     """Allocated and reserved peaks by kind of run: median and worst error, optimistic misses."""
     groups = {}
     for r in rows:
-        if "folder" in r:
-            groups.setdefault(group_of(r["folder"]), []).append(r)
+        groups.setdefault(r.get("group", "no answer"), []).append(r)
     print(f"{'group':<20} {'runs':>4} {'alloc median':>12} {'alloc worst':>11} {'resv median':>11} {'resv worst':>10} "
           f"{'optimistic':>10} {'step time (n, median signed)':>29}")
+    def worst(rs, key):  # the largest error, with its sign
+        errors = [r[key] for r in rs if key in r]
+        return f"{100 * max(errors, key=abs):+.1f}%" if errors else "-"
+
+    def med(n, v):
+        return pct(v) if n else "-"
+
     for name in sorted(groups):
         rs = groups[name]
-        alloc = [r["mem_error"] for r in rs if "mem_error" in r]
-        resv = [r["reserved_error"] for r in rs if "reserved_error" in r]
-        worst = lambda v: f"{100 * max(v, key=abs):+.1f}%" if v else "-"
-        med = lambda v: pct(percentile([abs(e) for e in v], 0.5)) if v else "-"
-        opt = sum(1 for r in rs if r["status"] == "ok" and "fits" in r["truth"] and r["fits"] and not r["truth"]["fits"])
+        s = summarize(rs)
         step = sorted(r["compute_time_error"] for r in rs if "compute_time_error" in r)
         step_txt = f"{len(step)}, {100 * percentile(step, 0.5):+.1f}%" if step else "-"
-        print(f"{name:<20} {len(rs):>4} {med(alloc):>12} {worst(alloc):>11} {med(resv):>11} {worst(resv):>10} {opt:>10} "
-              f"{step_txt:>29}")
+        print(f"{name:<20} {len(rs):>4} {med(s['memory_scored'], s['memory_median']):>12} {worst(rs, 'mem_error'):>11} "
+              f"{med(s['reserved_scored'], s['reserved_median']):>11} {worst(rs, 'reserved_error'):>10} "
+              f"{len(s['optimistic']):>10} {step_txt:>29}")
 
 
 def pct(x):

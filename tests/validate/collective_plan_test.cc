@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "planner/recipe.h"
+
 namespace shardplan::validate {
 namespace {
 
@@ -176,6 +178,22 @@ TEST(CollectivePlanTest, TensorParallelActivations) {
                {"tp_all_gather_bwd", "tp", kAG, 67'108'864, kBwd, 128},
                {"tp_reduce_scatter_bwd", "tp", kRS, 67'108'864, kBwd, 128}},
               "tp+sp");
+}
+
+// torchtitan runs TP without FSDP in fp32 (planner/recipe.h): the validator moves the fp32
+// activations the estimate priced, twice the bf16 bytes above.
+TEST(CollectivePlanTest, TorchtitanTensorParallelWithoutFsdpMovesFp32) {
+  Plan p = Dense(2, 1, 1, true);
+  p.layout.framework = Framework::kTorchtitan;
+  p.layout.stack = Stack::kNative;
+  p.workload.precision = Dtype::kBf16;
+  ASSERT_TRUE(TorchtitanMixedPrecisionOff(p.workload, p.layout));
+  ExpectSteps(PlanCollectives(p, RankPlace{}),
+              {{"tp_all_gather_fwd", "tp", kAG, 134'217'728, kFwd, 128},
+               {"tp_reduce_scatter_fwd", "tp", kRS, 134'217'728, kFwd, 128},
+               {"tp_all_gather_bwd", "tp", kAG, 134'217'728, kBwd, 128},
+               {"tp_reduce_scatter_bwd", "tp", kRS, 134'217'728, kBwd, 128}},
+              "torchtitan tp+sp, fp32");
 }
 
 TEST(CollectivePlanTest, PipelineAndContextParallel) {
