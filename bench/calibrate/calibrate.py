@@ -20,7 +20,8 @@ What it runs, per framework (the layout's `framework=`):
 - torchtitan: fully_shard per decoder layer and on the root; fp32 parameters with bf16
   compute and fp32 gradient reduction (MixedPrecisionPolicy), or pure bf16 with
   `master_weights: none`; tensor parallelism with sequence parallelism (torchtitan always
-  shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel).
+  shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel); the caching
+  allocator with expandable segments, as torchtitan's run_train.sh sets it.
 - torchtune: fully_shard per decoder layer and on the root, all in the workload's dtype
   (torchtune has no fp32 master copy); LoRA adapters in that dtype too.
 - hf: one GPU (dp = tp = 1), a plain training loop: the model in fp32 under bf16 autocast
@@ -71,6 +72,9 @@ SAC_KEEP = (
     "aten.max.default",
 )
 
+
+# The caching allocator's setting torchtitan's launcher exports.
+EXPANDABLE = "expandable_segments:True"
 
 LLAMA_LINEARS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
@@ -459,6 +463,10 @@ def measure(run, device_name, steps):
     device = torch.device(device_name)
     cuda = device.type == "cuda"
     if cuda:
+        if run.framework == "torchtitan":
+            # torchtitan's launcher (run_train.sh) sets PYTORCH_ALLOC_CONF=expandable_segments:True,
+            # so its reserved memory is the allocator's with expandable segments.
+            torch.cuda.memory._set_allocator_settings(EXPANDABLE)
         torch.cuda.set_device(0)
         torch.zeros(1, device=device)  # the CUDA context, before anything of the run
         free0, total = torch.cuda.mem_get_info()
@@ -482,14 +490,21 @@ def measure(run, device_name, steps):
         phase = "setup"
         # Where each phase ends: the bytes still allocated and the peak so far (never reset, so
         # the run's peak is untouched), for the first step and the last.
+        # The last step of several also says when each phase ended, after a synchronize, in
+        # seconds from the step's start: forward, loss and backward apart for the time model.
         phases = []
         step_seconds = []
+        step_started = time.time()
 
         def mark(name):
             if cuda and (name == "setup" or phase in ("generate", "step 1", f"step {steps}")):
-                phases.append({"at": "setup" if name == "setup" else f"{phase} {name}",
-                               "allocated": torch.cuda.memory_allocated(),
-                               "peak_so_far": torch.cuda.max_memory_allocated()})
+                at = {"at": "setup" if name == "setup" else f"{phase} {name}",
+                      "allocated": torch.cuda.memory_allocated(),
+                      "peak_so_far": torch.cuda.max_memory_allocated()}
+                if steps > 1 and phase == f"step {steps}":
+                    torch.cuda.synchronize()
+                    at["seconds"] = round(time.time() - step_started, 4)
+                phases.append(at)
         try:
             materialize(model, device, torch)
             local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
@@ -504,6 +519,8 @@ def measure(run, device_name, steps):
                 model.train()
             for step in range(steps if run.task != "inference" else 0):
                 phase = f"step {step + 1}"
+                if cuda:
+                    torch.cuda.synchronize()
                 step_started = time.time()
                 for _ in range(run.grad_accum):
                     forward_backward(run, model, config.vocab_size, device, torch, mark)
@@ -524,6 +541,14 @@ def measure(run, device_name, steps):
             record["oom"] = oom_at
         if phases:
             record["phases"] = phases
+        if cuda and run.framework == "torchtitan":
+            # What the allocator did, not only what it was asked: a segment it mapped expandably.
+            record["allocator"] = EXPANDABLE
+            try:
+                record["expandable_segments_seen"] = any(
+                    seg.get("is_expandable", False) for seg in torch.cuda.memory_snapshot())
+            except (RuntimeError, AttributeError, TypeError):
+                record["expandable_segments_seen"] = None
         if cuda:
             torch.cuda.synchronize()
             free, total = torch.cuda.mem_get_info()
