@@ -48,7 +48,7 @@ int Run(const EstimateFlags& f) {
     };
     auto fits_with = [&](const Workload& w, const Layout& l, const std::string& setting, const std::string& why) {
       if (auto e = fits_on(w, l, p.cluster))
-        p.assumed.push_back("with " + setting + " this fits (device peak " + FormatBytes(e->fullest().device_peak) +
+        p.assumed.push_back("with " + setting + " this fits (needs " + FormatBytes(e->fullest().required_peak) +
                             "): " + why + "; say " + setting + " if yours does");
     };
     if (!p.memory.fits && LossCompiledByRelease(p.workload, p.layout)) {
@@ -73,7 +73,7 @@ int Run(const EstimateFlags& f) {
         bigger.gpu = *gpu;
         const auto e = fits_on(p.workload, p.layout, bigger);
         if (!e) continue;
-        p.assumed.push_back("on " + key + " this fits (device peak " + FormatBytes(e->fullest().device_peak) + " of " +
+        p.assumed.push_back("on " + key + " this fits (needs " + FormatBytes(e->fullest().required_peak) + " of " +
                             FormatBytes(e->capacity_bytes) + "): name that GPU if yours is it");
         break;
       }

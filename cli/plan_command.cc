@@ -147,11 +147,11 @@ int Run(const PlanFlags& f) {
       if (r.has_closest) std::cout << "closest: " << FormatLayout(r.closest.layout) << "\n";
       for (const std::string& a : r.advice) std::cout << "  - " << a << "\n";
     } else {
-      Table t({"#", "layout", "peak GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
+      Table t({"#", "layout", "needs GiB", "free GiB", "step s", "tok/s/GPU", "MFU"});
       const bool timed = StepTimeKnown(gpu);  // else "-": no step time is modelled
       for (size_t i = 0; i < r.plans.size(); ++i) {
         const Candidate& c = r.plans[i];
-        t.Row({std::to_string(i + 1), CompactLayout(c.layout, inference), Fixed(ToGiB(c.memory.fullest().device_peak), 1),
+        t.Row({std::to_string(i + 1), CompactLayout(c.layout, inference), Fixed(ToGiB(c.memory.fullest().required_peak), 1),
                Fixed(ToGiB(c.memory.headroom_bytes), 1), timed ? Fixed(c.time.step_seconds, 3) : "-",
                timed ? Fixed(c.time.tokens_per_second_per_gpu, 0) : "-", timed ? Fixed(100 * c.time.mfu, 1) + "%" : "-"});
       }

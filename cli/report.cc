@@ -59,7 +59,7 @@ nlohmann::json LayoutJson(const Layout& l) {
   return j;
 }
 
-nlohmann::json MemoryJson(const MemoryEstimate& e, double fragmentation) {
+nlohmann::json MemoryJson(const MemoryEstimate& e) {
   const StageMemory& s = e.fullest();
   nlohmann::json terms = nlohmann::json::object(), live = nlohmann::json::object();
   for (const MemoryTerm& t : s.terms) {
@@ -67,6 +67,7 @@ nlohmann::json MemoryJson(const MemoryEstimate& e, double fragmentation) {
     live[t.name] = {{"first", PhaseName(t.first)}, {"last", PhaseName(t.last)}, {"pool", PoolName(t.pool)}};
   }
   nlohmann::json per_gpu = {{"peak_bytes", s.device_peak}, {"reserved_peak_bytes", s.reserved_peak},
+                            {"required_bytes", s.required_peak},
                             {"allocated_peak_bytes", s.allocated_peak}, {"capacity_bytes", e.capacity_bytes},
                             {"headroom_bytes", e.headroom_bytes}, {"headroom_required_bytes", e.headroom_required_bytes},
                             {"fits", e.fits}, {"stage", s.stage}, {"peak_phase", PhaseName(s.peak_phase)},
@@ -76,11 +77,12 @@ nlohmann::json MemoryJson(const MemoryEstimate& e, double fragmentation) {
     nlohmann::json st_terms = nlohmann::json::object(), phases = nlohmann::json::array();
     for (const MemoryTerm& t : st.terms) st_terms[t.name] = t.bytes;
     for (int ph = 0; ph < kPhaseCount; ++ph) {
-      const PhaseUsage u = UsageAt(st, static_cast<Phase>(ph), fragmentation);
+      const PhaseUsage u = UsageAt(st, static_cast<Phase>(ph), e.allocator);
       phases.push_back({{"phase", PhaseName(static_cast<Phase>(ph))}, {"allocated_bytes", u.allocated},
-                        {"reserved_bytes", u.reserved}, {"device_bytes", u.device}});
+                        {"reserved_bytes", u.reserved}, {"device_bytes", u.device}, {"required_bytes", u.required}});
     }
     stages.push_back({{"stage", st.stage}, {"layers", st.layers}, {"peak_bytes", st.device_peak},
+                      {"required_bytes", st.required_peak},
                       {"reserved_peak_bytes", st.reserved_peak}, {"allocated_peak_bytes", st.allocated_peak},
                       {"peak_phase", PhaseName(st.peak_phase)}, {"terms", st_terms}, {"phases", phases}});
   }
@@ -110,9 +112,7 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included
-  const double frag = p.memory_options.fragmentation >= 0 ? p.memory_options.fragmentation
-                                                         : DefaultFragmentation(p.layout, p.workload);
-  j["memory"] = MemoryJson(p.memory, frag);
+  j["memory"] = MemoryJson(p.memory);
   nlohmann::json time_terms = nlohmann::json::object();
   for (const TimeTerm& t : p.time.terms) time_terms[t.name] = t.seconds;
   j["time"] = {{"step_seconds", p.time.step_seconds}, {"tokens_per_second_per_gpu", p.time.tokens_per_second_per_gpu},
@@ -146,6 +146,7 @@ std::string EstimateText(const Plan& p) {
   t.Row({"allocated peak (max_memory_allocated)", Fixed(ToGiB(s.allocated_peak), 2), std::string(PhaseName(s.peak_phase)), ""});
   t.Row({"reserved peak (max_memory_reserved)", Fixed(ToGiB(s.reserved_peak), 2), "", ""});
   t.Row({"device peak (nvidia-smi)", Fixed(ToGiB(s.device_peak), 2), "", ""});
+  t.Row({"needed to run (least fragmentation)", Fixed(ToGiB(s.required_peak), 2), "", ""});
   t.Row({"capacity", Fixed(ToGiB(e.capacity_bytes), 2), "", ""});
   out += t.Render();
   if (e.stages.size() > 1) {
@@ -179,7 +180,7 @@ std::string EstimateText(const Plan& p) {
   else if (p.time.step_seconds > 0)
     out += "step " + Fixed(p.time.step_seconds, 3) + " s, " + Fixed(p.time.tokens_per_second_per_gpu, 0) +
            " tokens/s/GPU, MFU " + Fixed(100 * p.time.mfu, 1) + "%\n";
-  out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": device peak " + FormatBytes(s.device_peak) + " of " +
+  out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": needs " + FormatBytes(s.required_peak) + " of " +
          FormatBytes(e.capacity_bytes) + ", headroom " + FormatBytes(e.headroom_bytes) + " (required " +
          FormatBytes(e.headroom_required_bytes) + ")\n";
   // The GPUs can fit while the offload's host side does not: say which.

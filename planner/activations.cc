@@ -503,7 +503,7 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   const LogitBytes b = WholeLogitBytes(ctx);
   out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * vocab * b.forward + tokens * b.per_token), 3,
                  Phase::kLoss, Phase::kLoss, Pool::kTorch, b.forward_note});
-  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * b.backward), 3, Phase::kBackward, Phase::kBackward,
+  out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * b.backward), 3, Phase::kLossBackward, Phase::kLossBackward,
                  Pool::kTorch, b.backward_note});
 }
 

@@ -74,7 +74,7 @@ void ExplainMiss(const ModelSpec& m, const Workload& w, const ClusterSpec& c, co
     r.closest.memory = models.memory(m, w, r.closest.layout, c, opt.memory);
     const StageMemory& s = r.closest.memory.fullest();
     const MemoryTerm* big = Largest(s);
-    const int64_t over = s.device_peak - (r.closest.memory.capacity_bytes - r.closest.memory.headroom_required_bytes);
+    const int64_t over = s.required_peak - (r.closest.memory.capacity_bytes - r.closest.memory.headroom_required_bytes);
     const MemoryEstimate& ce = r.closest.memory;
     if (ce.gpu_fits && !ce.host_fits && c.host_memory_bytes <= 0)
       r.binding = "host memory: the closest layout fits its GPUs only with CPU offload, and the cluster file "
@@ -86,7 +86,7 @@ void ExplainMiss(const ModelSpec& m, const Workload& w, const ClusterSpec& c, co
       r.binding = "NVMe: the closest layout needs " + GiB(ce.per_node_nvme_bytes) + " per node (nodes have " +
                   GiB(c.nvme_bytes) + ")";
     else
-      r.binding = "GPU memory: the closest layout needs " + GiB(s.device_peak) + " on stage " + std::to_string(s.stage) +
+      r.binding = "GPU memory: the closest layout needs " + GiB(s.required_peak) + " on stage " + std::to_string(s.stage) +
                   " (" + GiB(over) + " over " + GiB(ce.capacity_bytes) + " minus the " +
                   GiB(ce.headroom_required_bytes) + " headroom); its largest term is " +
                   (big ? big->name + " at " + GiB(big->bytes) : std::string("?"));

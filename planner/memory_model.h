@@ -17,8 +17,11 @@ namespace shardplan {
 
 // Phases of one iteration, in order. A term is live from the start of `first` to the end
 // of `last`. Inference uses kSetup (weights, KV cache) and kForward (prefill workspace).
-enum class Phase { kSetup = 0, kForward = 1, kLoss = 2, kBackward = 3, kStep = 4 };
-constexpr int kPhaseCount = 5;
+// Backward is two phases: the loss's own backward, which holds the logits' gradients before
+// any layer's backward has begun, then the layers' backward (re-gathered units, recomputed
+// layers, activation gradients), which starts once those gradients are gone.
+enum class Phase { kSetup = 0, kForward = 1, kLoss = 2, kLossBackward = 3, kBackward = 4, kStep = 5 };
+constexpr int kPhaseCount = 6;
 std::string_view PhaseName(Phase p);
 
 enum class Pool {
@@ -48,9 +51,24 @@ struct StageMemory {
   int64_t unit_params = 0;     // its largest decoder layer on one GPU (an FSDP / gathered unit)
   std::vector<MemoryTerm> terms;
   int64_t allocated_peak = 0;  // max over phases of live torch bytes (max_memory_allocated)
-  int64_t reserved_peak = 0;   // allocated rounded as the caching allocator rounds, + fragmentation
+  int64_t reserved_peak = 0;   // what the caching allocator holds when memory allows (max_memory_reserved)
   int64_t device_peak = 0;     // reserved + non-torch terms (what nvidia-smi shows)
-  Phase peak_phase = Phase::kSetup;
+  // What the step needs to run: allocated rounded as the caching allocator rounds, + the
+  // least fragmentation, + non-torch terms. Fits and headroom are decided on it.
+  int64_t required_peak = 0;
+  Phase peak_phase = Phase::kSetup;  // the phase of required_peak
+};
+
+// How the PyTorch caching allocator's reserve relates to the live bytes. A step needs its
+// rounded allocations plus `fragmentation`; when memory allows, the cache keeps blocks it
+// cannot reuse for later requests of other sizes and grows by `cache_growth` instead. It
+// never holds more than the card: an allocation that fails frees the cached blocks and
+// retries (CUDACachingAllocator.cpp malloc -> release_cached_blocks), so a step that needs
+// less than the card runs whatever the cache would have grown to.
+struct AllocatorShare {
+  double fragmentation = 0;
+  double cache_growth = 0;
+  int64_t capacity_bytes = 0;  // 0: no cap
 };
 
 struct InferenceMemory {
@@ -62,13 +80,13 @@ struct InferenceMemory {
 
 struct MemoryEstimate {
   std::vector<StageMemory> stages;
-  int fullest_stage = 0;               // the pipeline stage whose device peak is largest
+  int fullest_stage = 0;               // the pipeline stage whose required peak is largest
   int fullest_stage_index = 0;         // its position in `stages`
   int64_t capacity_bytes = 0;
   int64_t headroom_required_bytes = 0; // the --headroom margin
-  int64_t headroom_bytes = 0;          // capacity - device peak (may be negative)
+  int64_t headroom_bytes = 0;          // capacity - required peak (may be negative)
   bool fits = false;                   // GPU, host RAM and NVMe all fit (below)
-  bool gpu_fits = false;               // device peak <= capacity - required headroom
+  bool gpu_fits = false;               // required peak <= capacity - required headroom
   bool host_fits = true;               // per-node host bytes <= host memory; true (not
                                        // checked) when the cluster does not state host memory
   bool nvme_fits = true;               // per-node NVMe bytes <= NVMe capacity; true (not
@@ -77,6 +95,7 @@ struct MemoryEstimate {
   int64_t per_node_nvme_bytes = 0;
   bool inference = false;
   InferenceMemory kv;
+  AllocatorShare allocator;            // how reserved and device peaks follow from the terms
 
   const StageMemory& fullest() const { return stages[static_cast<size_t>(fullest_stage_index)]; }
 };
@@ -84,6 +103,7 @@ struct MemoryEstimate {
 struct MemoryOptions {
   int64_t headroom_bytes = 2 * 1024LL * 1024 * 1024;  // default --headroom: 2 GiB kept free
   double fragmentation = -1;                          // reserved/allocated - 1; <0 = per framework
+                                                      // (stated, it is both the need and the growth)
   // The search's fast path: estimate only the first and the last stage. With Megatron's
   // balanced split the first stage has the most layers and micro-batches in flight and the
   // last has the logits, so a middle stage never holds more.
@@ -95,9 +115,9 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
 
 // The live torch bytes, reserved bytes and device bytes of `stage` at phase `p`.
 struct PhaseUsage {
-  int64_t allocated = 0, reserved = 0, device = 0;
+  int64_t allocated = 0, reserved = 0, device = 0, required = 0;
 };
-PhaseUsage UsageAt(const StageMemory& s, Phase p, double fragmentation);
+PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a);
 
 // Rounds one allocation as the PyTorch caching allocator does (memory-model.md 4.4).
 int64_t RoundAllocation(int64_t bytes);

@@ -80,6 +80,8 @@ struct GaloreShare {
 GaloreShare GaloreStates(Optimizer o, const ModelSpec& m, int64_t rank);
 // Framework's fragmentation of reserved over allocated (memory-model.md 4.4: 5-15%).
 double DefaultFragmentation(const Layout& l, const Workload& w);
+// What the cache grows to past it when memory allows (memory_model.cc gives the measurements).
+double DefaultCacheGrowth(const MemoryContext& ctx, double frag);
 
 // The group that shards dense model states (ZeRO/FSDP/distributed optimizer).
 int DenseShardDegree(const Layout& l);

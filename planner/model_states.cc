@@ -65,7 +65,10 @@ void AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elemen
                   std::vector<MemoryTerm>& out) {
   if (ctx.r.optimizer_in_backward) {
     const double one = static_cast<double>(LargestParam(ctx.m)) / ctx.l.tp / std::max(1.0, shard);
-    Add(out, "gradients", bytes_per_elem * std::min(one, elements), Phase::kBackward, Phase::kBackward,
+    // The head's backward runs inside the loss's when the loss is chunked (each chunk's
+    // logits come from their own matmul), so the largest gradient, the head's or the tied
+    // embedding's, can already be held there.
+    Add(out, "gradients", bytes_per_elem * std::min(one, elements), Phase::kLossBackward, Phase::kBackward,
         "optimizer in backward: a parameter's gradient is freed by its hook right after its step");
     return;
   }
@@ -74,7 +77,7 @@ void AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elemen
   // start of backward (where the saved activations and the loss's grads peak). Accumulating
   // over micro-batches keeps the earlier ones' gradients through every later backward.
   const bool grows = ctx.l.grad_accum <= 1 && ctx.l.pp == 1;
-  Add(out, "gradients", bytes_per_elem * elements, grows ? Phase::kStep : Phase::kBackward, Phase::kStep, source);
+  Add(out, "gradients", bytes_per_elem * elements, grows ? Phase::kStep : Phase::kLossBackward, Phase::kStep, source);
 }
 
 void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
@@ -89,7 +92,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
   if (l.zero <= 2) {
     Add(out, "parameters", wb * full, Phase::kSetup, Phase::kStep, "bf16 params, full on every rank (bit16_groups_flat)");
     double grads = l.zero == 2 ? wb * sharded : wb * full;
-    Add(out, "gradients", grads, Phase::kBackward, Phase::kStep,
+    Add(out, "gradients", grads, Phase::kLossBackward, Phase::kStep,
         l.zero == 2 ? "ZeRO-2 gradient partition (grads_in_partition), 2P/N" : "ZeRO-0/1: full bf16 grads until the reduce");
     // With bf16 at ZeRO 0/1 (and under the pipeline engine) DeepSpeed runs BF16_Optimizer,
     // which accumulates gradients in full fp32 buffers (bf16_optimizer.py
@@ -102,7 +105,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
     // with overlap_comm so the next bucket fills while one reduces (stage_1_and_2.py
     // setup_buckets: buf_0, and buf_1 "to avoid data access conflict when overlap_comm").
     if (l.zero >= 1)
-      Add(out, "reduce_bucket", wb * bucket * (b.overlap_comm ? 2 : 1), Phase::kBackward, Phase::kBackward,
+      Add(out, "reduce_bucket", wb * bucket * (b.overlap_comm ? 2 : 1), Phase::kLossBackward, Phase::kBackward,
           b.overlap_comm ? "DeepSpeed IPG buckets, 2 x reduce_bucket_size x 2 B (overlap_comm)"
                          : "DeepSpeed IPG bucket, reduce_bucket_size x 2 B");
     const double master_elems = l.zero >= 1 ? sharded : full;
@@ -125,7 +128,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
       Add(out, "grad_flatten_copy", wb * master_elems, Phase::kStep, Phase::kStep,
           "flatten(averaged_gradients) before .to(fp32) at step(), 2P/N (stage_1_and_2.py)");
     if (opt_off)
-      Add(out, "offload_staging", wb * static_cast<double>(LargestParam(ctx.m)) / l.tp, Phase::kBackward, Phase::kStep,
+      Add(out, "offload_staging", wb * static_cast<double>(LargestParam(ctx.m)) / l.tp, Phase::kLossBackward, Phase::kStep,
           "temp_grad_buffer_for_gpu_offload: the largest param's gradient in 16 bits (stage_1_and_2.py)");
     return;
   }
@@ -153,7 +156,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
   const double gathered = std::min<double>(2 * unit + static_cast<double>(b.prefetch_bucket), static_cast<double>(b.max_live_parameters));
   Add(out, "gathered_params", wb * gathered, Phase::kForward, Phase::kBackward,
       "live gathered params: current + prefetch bucket, capped by stage3_max_live_parameters");
-  Add(out, "reduce_bucket", wb * static_cast<double>(bucket), Phase::kBackward, Phase::kBackward,
+  Add(out, "reduce_bucket", wb * static_cast<double>(bucket), Phase::kLossBackward, Phase::kBackward,
       "ZeRO-3 IPG bucket, reduce_bucket_size (hidden^2) x 2 B");
   if (l.shard_group > 0 && l.shard_group < l.dp)
     Add(out, "hpz_secondary_params", wb * full / l.shard_group, Phase::kSetup, Phase::kStep,
@@ -184,7 +187,7 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     // One data-parallel rank has nothing to reduce: HF Trainer and torch scripts wrap the
     // model in DDP only when the world is larger than one.
     if (l.dp * l.cp > 1)
-      Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kBackward, Phase::kBackward,
+      Add(out, "reduce_bucket", static_cast<double>(defaults::kDdpBucketBytes), Phase::kLossBackward, Phase::kBackward,
           "DDP bucket_cap_mb=25");
     return;
   }
@@ -205,7 +208,7 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const bool experts_outside = l.stack == Stack::kAutomodel && l.ep > 1 && st.ne == 1;
   const double managed = experts_outside ? st.dense : st.params;
   if (l.framework == Framework::kTorchtitan && l.pp > 1 && l.grad_accum > 1)
-    Add(out, "unsharded_grads_no_sync", 4 * managed, Phase::kBackward, Phase::kStep,
+    Add(out, "unsharded_grads_no_sync", 4 * managed, Phase::kLossBackward, Phase::kStep,
         "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
   if (!l.reshard_after_forward || l.zero == 2)
     Add(out, "unsharded_params_kept", wb * (managed - static_cast<double>(s.root_params)), Phase::kForward,
@@ -259,7 +262,7 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const double ab = ctx.r.adapter_bytes;
   Add(out, "adapter_params", ab * a, Phase::kSetup, Phase::kStep,
       "LoRA A/B in fp32 (peft autocast_adapter_dtype); torchtune keeps them in its bf16 dtype");
-  Add(out, "adapter_gradients", ab * a, Phase::kBackward, Phase::kStep, "adapter grads in the adapters' dtype");
+  Add(out, "adapter_gradients", ab * a, l.grad_accum > 1 ? Phase::kLossBackward : Phase::kBackward, Phase::kStep, "adapter grads in the adapters' dtype");
   AddOptimizer(ctx, a, false, out, l.framework != Framework::kDeepSpeed);
 }
 

@@ -17,7 +17,7 @@ constexpr Recompute kRecomputeOrder[] = {Recompute::kFull, Recompute::kSelective
 // How far a layout is from fitting: GPU bytes over the budget, or, when its GPUs fit,
 // the host or NVMe bytes it lacks (weighted lightly so GPU-bound misses rank first).
 int64_t Overshoot(const MemoryEstimate& e) {
-  int64_t gpu = e.fullest().device_peak - (e.capacity_bytes - e.headroom_required_bytes);
+  int64_t gpu = e.fullest().required_peak - (e.capacity_bytes - e.headroom_required_bytes);
   if (gpu > 0) return gpu;
   int64_t host = e.host_fits ? 0 : e.per_node_host_bytes;
   int64_t nvme = e.nvme_fits ? 0 : e.per_node_nvme_bytes;
@@ -174,7 +174,7 @@ struct Worker {
     ++estimated;
     MemoryEstimate e = models.memory(m, w, *l, c, fast);
     if (!e.fits) {
-      if (opt.sample > 0) seen.Miss({*l, e.fullest().device_peak, 0, 0, false, false, LayoutKey(*l)});
+      if (opt.sample > 0) seen.Miss({*l, e.fullest().required_peak, 0, 0, false, false, LayoutKey(*l)});
       Miss(*l, std::move(e));
       return Outcome::kNoFit;
     }
@@ -183,7 +183,7 @@ struct Worker {
     cand.rank_tokens_per_second =
         proxy_ranking ? models.time(m, w, *l, ranking).tokens_per_second_per_gpu : cand.time.tokens_per_second_per_gpu;
     if (opt.sample > 0)
-      seen.Fit({*l, cand.memory.fullest().device_peak, cand.time.step_seconds, cand.time.tokens_per_second_per_gpu, true,
+      seen.Fit({*l, cand.memory.fullest().required_peak, cand.time.step_seconds, cand.time.tokens_per_second_per_gpu, true,
                 false, LayoutKey(*l)});
     Offer(std::move(cand));
     return Outcome::kFit;

@@ -123,7 +123,7 @@ StatusOr<RankManifest> BuildManifest(const Plan& plan, int rank) {
   m.collectives = PlanCollectives(plan, m.place);
   AssignBuffers(m.allocations, &m.collectives);
   m.groups = GroupsUsed(plan, rank, m.collectives);
-  m.planned_device_peak = stage.device_peak;
+  m.planned_device_peak = stage.required_peak;
   m.planned_peak_phase = stage.peak_phase;
   m.capacity_bytes = plan.memory.capacity_bytes > 0 ? plan.memory.capacity_bytes
                                                     : UsableMemory(plan.cluster.gpu);

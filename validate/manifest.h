@@ -59,7 +59,7 @@ struct RankManifest {
   // The global ranks of each group kind the collectives use, in rank order.
   std::vector<std::pair<std::string, std::vector<int>>> groups;
   std::array<int64_t, kPhaseCount> live_bytes{};  // sum of live allocations at each phase
-  int64_t planned_device_peak = 0;  // the estimate's device peak of this stage
+  int64_t planned_device_peak = 0;  // the device bytes the estimate says this stage needs
   Phase planned_peak_phase = Phase::kSetup;
   int64_t capacity_bytes = 0;       // the plan's per-GPU capacity
   int64_t headroom_bytes = 0;       // the margin the plan requires to stay free

@@ -72,6 +72,7 @@ std::string EstimatesYaml(const Plan& p) {
   o << "    peak_bytes: " << s.device_peak << "            # nvidia-smi: reserved + context + NCCL\n";
   o << "    reserved_peak_bytes: " << s.reserved_peak << "   # torch.cuda.max_memory_reserved\n";
   o << "    allocated_peak_bytes: " << s.allocated_peak << "  # torch.cuda.max_memory_allocated\n";
+  o << "    required_bytes: " << s.required_peak << "         # what the step needs to run; fits is decided on it\n";
   o << "    capacity_bytes: " << e.capacity_bytes << "\n    headroom_bytes: " << e.headroom_bytes << "\n";
   o << "    per_node_host_bytes: " << e.per_node_host_bytes << "\n    per_node_nvme_bytes: " << e.per_node_nvme_bytes << "\n";
   o << "    terms:   # bytes on one GPU of the fullest stage, live from..to phase\n";

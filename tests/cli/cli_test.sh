@@ -141,7 +141,7 @@ printf 'name: a\nnodes: 1\ngpus_per_node: 8\ngpu: A100\n' > "$tmp/a100.yaml"
 printf 'task: finetune\nseq_len: 4096\nglobal_batch: 64\n' > "$tmp/ft.yaml"
 check bare-a100 1 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/a100.yaml" --workload "$tmp/ft.yaml" --layout framework=deepspeed,zero=2,mbs=1,ac=full
 expect bare-a100-read "$tmp/out" "assumed: gpu: 'A100' read as a100-sxm-40gb, the smallest of"
-expect bare-a100-hint "$tmp/out" "assumed: on a100-sxm-80gb this fits (device peak"
+expect bare-a100-hint "$tmp/out" "assumed: on a100-sxm-80gb this fits (needs"
 check bare-a100-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster "$tmp/a100.yaml" --workload "$tmp/ft.yaml" --top 2
 expect bare-a100-plan-read "$tmp/out" "assumed: gpu: 'A100' read as a100-sxm-40gb"
 # LOMO steps in backward: no gradient buffer beyond one parameter's, no optimizer state.
@@ -171,7 +171,7 @@ check megatron-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100
 json megatron-cudnn 'j["recipe"]["attention_kernel"] == "cudnn"'
 check mbs-open 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
 expect mbs-open-said "$tmp/out" "assumed: mbs: 16 (not stated; torchtitan releases before 2025-04-07 cut each rank's batch into pp micro-batches, the larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say release: with the date of yours, or mbs=1)"
-expect mbs-open-newer "$tmp/out" "assumed: with mbs=1 this fits (device peak"
+expect mbs-open-newer "$tmp/out" "assumed: with mbs=1 this fits (needs"
 check mbs-open-one 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full,mbs=1
 expect mbs-one-layout "$tmp/out" "mbs=1,grad_accum=128"
 # A torchtitan release from 2025-04-07 on defaults to one sequence per micro-batch.

@@ -667,7 +667,48 @@ TEST(Peaks, AllocatedReservedDeviceAreOrdered) {
   const StageMemory& s = e.fullest();
   EXPECT_LT(s.allocated_peak, s.reserved_peak);
   EXPECT_LT(s.reserved_peak, s.device_peak);
-  EXPECT_EQ(e.headroom_bytes, e.capacity_bytes - s.device_peak);
+  // The step needs its rounded allocations and the least fragmentation; with recomputation
+  // the cache grows a quarter past the allocated bytes when memory allows.
+  EXPECT_LT(s.required_peak, s.device_peak);
+  EXPECT_EQ(e.headroom_bytes, e.capacity_bytes - s.required_peak);
+}
+
+// bench/data/calibration/l8b-tt-fsdp8-s8k-b2-full, measured on one H100 as rank 0 of FSDP 8
+// (Llama-3.1-8B, torchtitan's recipe, 2 x 8192 tokens, full recomputation): the step peaked at
+// 42,605,371,392 B allocated inside the loss's backward, 24.02 GiB held before it plus two fp32
+// logit-sized buffers (15.66 GiB), before any layer's backward gathered a unit or re-ran a layer.
+TEST(Peaks, TheLossBackwardPeaksApartFromTheLayers) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  const ClusterSpec c = Cluster("dgx-h100");
+  const Workload w = Train(8192, 16);
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=8,zero=3,mbs=2,ac=full"), c);
+  const StageMemory& s = e.fullest();
+  EXPECT_EQ(UsageAt(s, Phase::kLossBackward, e.allocator).allocated, s.allocated_peak);
+  EXPECT_NEAR(static_cast<double>(s.allocated_peak) / 42605371392.0, 1.0, 0.03);
+  for (const MemoryTerm& t : s.terms) {
+    if (t.name == "logits_grad") EXPECT_EQ(t.last, Phase::kLossBackward);
+    if (t.name == "recompute_layer" || t.name == "gathered_units_backward" || t.name == "activation_gradients")
+      EXPECT_EQ(t.first, Phase::kBackward) << t.name;
+  }
+}
+
+// bench/data/calibration/l8b-tt-fsdp2-s4k-b2-full: FSDP 2 of Llama-3.1-8B at 2 x 4096 tokens
+// allocated 74.85 GiB of an 80 GB H100 and reserved 78.30 GiB, not the quarter more its cache
+// grows to elsewhere: an allocation that fails frees the cached blocks and retries.
+TEST(Peaks, TheCacheHoldsNoMoreThanTheCard) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 2;
+  const Workload w = Train(4096, 4);
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=2,zero=3,mbs=2,ac=full"), c);
+  const StageMemory& s = e.fullest();
+  int64_t non_torch = 0;
+  for (const MemoryTerm& t : s.terms)
+    if (t.pool == Pool::kNonTorch) non_torch += t.bytes;
+  // What the step needs (the allocations and the least fragmentation) or the card, whichever is more.
+  EXPECT_EQ(s.reserved_peak, std::max(e.capacity_bytes - non_torch, s.required_peak - non_torch));
+  EXPECT_LT(s.reserved_peak, static_cast<int64_t>(1.25 * static_cast<double>(s.allocated_peak)));
+  EXPECT_NEAR(ToGiB(s.reserved_peak) / 78.30, 1.0, 0.03);
 }
 
 }  // namespace

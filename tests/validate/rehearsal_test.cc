@@ -93,9 +93,9 @@ TEST(RehearsalTest, WalksThePhasesAndMeasuresEachOne) {
   EXPECT_EQ(r.measured_peak_bytes, 18 * kMiB);
   EXPECT_EQ(r.measured_peak_phase, kBackward);
   EXPECT_EQ(r.manifest_peak_bytes, 18 * kMiB);
-  // setup: parameters + context; forward and loss add the activations; backward the
-  // gradients; step holds the gradients after the activations are freed.
-  const std::array<int64_t, kPhaseCount> want = {6 * kMiB, 14 * kMiB, 14 * kMiB, 18 * kMiB, 10 * kMiB};
+  // setup: parameters + context; forward, loss and the loss's backward add the activations;
+  // the layers' backward the gradients; step holds the gradients after the activations are freed.
+  const std::array<int64_t, kPhaseCount> want = {6 * kMiB, 14 * kMiB, 14 * kMiB, 14 * kMiB, 18 * kMiB, 10 * kMiB};
   EXPECT_EQ(r.measured_by_phase, want);
   EXPECT_EQ(r.free_bytes(), 14 * kMiB);
   EXPECT_EQ(r.runtime_bytes_at_peak, 0);
