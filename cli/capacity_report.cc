@@ -50,7 +50,7 @@ nlohmann::json PointJson(const CapacityReport& rep, const CapacityPoint& p, doub
   j["step_seconds"] = p.plan.time.step_seconds;
   j["mfu"] = p.plan.time.mfu;
   j["tokens_per_second"] = p.tokens_per_s;
-  j["peak_bytes"] = p.plan.memory.fullest().device_peak;
+  j["peak_bytes"] = p.plan.memory.fullest().required_peak;  // what the layout needs, as plan's points
   if (train) {
     j["train_seconds"] = p.train_seconds;
     j["train_days"] = p.train_seconds / 86400;
