@@ -25,7 +25,9 @@ What it runs, per framework (the layout's `framework=`):
 - torchtune: fully_shard per decoder layer and on the root, all in the workload's dtype
   (torchtune has no fp32 master copy); LoRA adapters in that dtype too.
 - hf: one GPU (dp = tp = 1), a plain training loop: the model in fp32 under bf16 autocast
-  (`master_weights: fp32`, HF Trainer's mixed precision) or in the workload's dtype.
+  (`master_weights: fp32`, HF Trainer's mixed precision) or in the workload's dtype; under
+  LoRA the frozen base in the workload's dtype and the adapters in fp32 (peft's
+  autocast_adapter_dtype), under the same autocast.
 Recomputation: `ac=full` wraps every decoder layer in a non-reentrant checkpoint;
 `ac=selective` is torchtitan's per-op policy (keep every other matmul's output, attention's
 outputs and reduce-scatters). The loss is the standard one, cross-entropy on fp32-upcast
@@ -223,7 +225,10 @@ def build_model(run, torch, device):
     if run.tp > 1 and getattr(config, "tie_word_embeddings", False):
         # Sharding the embedding by rows and the head by columns would untie them.
         raise RunError(f"{run.folder}/config.json: tied embeddings under tp > 1 are not rehearsed")
-    store = torch.float32 if (run.precision == "fp32" or run.master == "fp32") else torch.bfloat16
+    # A LoRA run's base is frozen: it loads in the workload's precision (transformers 5 loads
+    # the checkpoint's dtype unless told otherwise) and only the adapters train in fp32.
+    master_fp32 = run.master == "fp32" and run.task != "lora"
+    store = torch.float32 if (run.precision == "fp32" or master_fp32) else torch.bfloat16
     if run.task == "inference":
         store = torch.float16 if run.weights == "fp16" else torch.bfloat16
     with torch.device("meta"):
