@@ -126,7 +126,7 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 // - Recomputation allocates in backward what the forward did not (a layer run again beside
 //   the activation gradients), so the blocks the loss and the logits' gradients free are
 //   split for smaller requests, and the next step's loss asks for fresh segments:
-//   1.10-1.35, median 1.25 (n=28: torchtitan full and selective, HF and torchtune full).
+//   1.04-1.49, median 1.25 (n=29: torchtitan full and selective, HF and torchtune full).
 // - Without it each step repeats the last one's requests and reuses its blocks: 1.03-1.04 on
 //   one GPU (n=3). Under FSDP2, its all-gather and reduce-scatter streams keep pools of their
 //   own beside: 1.09-1.18 (n=2).

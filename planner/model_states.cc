@@ -89,6 +89,9 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
   const bool param_off = l.offload_params != Offload::kNone;
   const ZeroBuckets b = DeepSpeedBuckets(ctx.m, ctx.w, l);  // the sizes the emitted config writes
   const int64_t bucket = std::min<int64_t>(b.reduce_bucket, static_cast<int64_t>(full));
+  // DeepSpeed's gradient partitions and buckets are priced from the loss's backward on: no
+  // DeepSpeed run was measured to show which of them its first layers' backward allocates
+  // (the H100 runs that split backward in two are FSDP2 and one-GPU loops).
   if (l.zero <= 2) {
     Add(out, "parameters", wb * full, Phase::kSetup, Phase::kStep, "bf16 params, full on every rank (bit16_groups_flat)");
     double grads = l.zero == 2 ? wb * sharded : wb * full;
