@@ -102,6 +102,7 @@
       ['device peak GiB (nvidia-smi)', mem + '/peak_bytes', 'gib2'],
       ['reserved peak GiB (max_memory_reserved)', mem + '/reserved_peak_bytes', 'gib2'],
       ['allocated peak GiB (max_memory_allocated)', mem + '/allocated_peak_bytes', 'gib2'],
+      ['needed to run GiB (what fits is decided on)', mem + '/required_bytes', 'gib2'],
       ['capacity GiB', mem + '/capacity_bytes', 'gib2'], ['free GiB', mem + '/headroom_bytes', 'gib2'],
       ['headroom required GiB', mem + '/headroom_required_bytes', 'gib2'], ['fits', mem + '/fits', 'bool'],
       ['peak phase (stage)', mem + '/peak_phase', 'str'],
@@ -195,16 +196,16 @@
            backgroundColor: '#e0823d', borderColor: '#e0823d', showLine: true, pointRadius: 4},
           {label: 'other fitting layouts (a sample of ' + fitsSeen.length + ')', data: pts(fitsSeen), paths: ptPaths(fitsSeen),
            div: {x: GiB, y: 1}, backgroundColor: 'rgba(59,111,182,0.45)', pointRadius: 3}]},
-        options: {plugins: {title: {display: true, text: 'Fitting layouts: predicted step time against device peak memory'},
+        options: {plugins: {title: {display: true, text: 'Fitting layouts: predicted step time against the memory each needs'},
                             tooltip: {callbacks: {label: function (c) {
                               return c.raw.layout + ': ' + c.raw.x.toFixed(1) + ' GiB, ' + c.raw.y.toFixed(3) + ' s';
                             }}}},
-                  scales: {x: axis('device peak GiB per GPU'), y: axis('step seconds')}}}, true);
+                  scales: {x: axis('GiB needed per GPU'), y: axis('step seconds')}}}, true);
       h2('Top plans');
-      const plans = table(['#', 'layout', 'peak GiB', 'free GiB', 'step s', 'tok/s/GPU', 'MFU', 'why'],
+      const plans = table(['#', 'layout', 'needs GiB', 'free GiB', 'step s', 'tok/s/GPU', 'MFU', 'why'],
         data.plans.map(function (p, i) {
           const b = '/plans/' + i;
-          return [String(i + 1), cell(b + '/layout/string', 'str'), cell(b + '/memory/per_gpu/peak_bytes', 'gib2'),
+          return [String(i + 1), cell(b + '/layout/string', 'str'), cell(b + '/memory/per_gpu/required_bytes', 'gib2'),
                   cell(b + '/memory/per_gpu/headroom_bytes', 'gib2'), cell(b + '/time/step_seconds', 'f3'),
                   cell(b + '/time/tokens_per_second_per_gpu', 'f0'), cell(b + '/time/mfu', 'pct1'), cell(b + '/reason', 'str')];
         }));
@@ -221,11 +222,11 @@
       if (misses.length) {
         const labels = misses.map(function (i) { return seen[i].layout; });
         const cap = data.closest ? '/closest/memory/per_gpu/capacity_bytes' : null;
-        const ds = [series('device peak GiB', misses.map(function (i) { return '/seen/points/' + i + '/peak_bytes'; }), GiB,
+        const ds = [series('GiB needed', misses.map(function (i) { return '/seen/points/' + i + '/peak_bytes'; }), GiB,
                            {backgroundColor: '#c44e52'})];
         if (cap) ds.push(constant('capacity', cap, misses.length, GiB, '#1d2433'));
         chart(root, {name: 'closest', type: 'bar', data: {labels: labels, datasets: ds},
-          options: {indexAxis: 'y', plugins: {title: {display: true, text: 'The closest layouts: device peak against capacity'}},
+          options: {indexAxis: 'y', plugins: {title: {display: true, text: 'The closest layouts: memory needed against capacity'}},
                     scales: {x: axis('GiB', {beginAtZero: true}), y: {ticks: {font: {size: 10}}}}}}, true);
       }
       if (data.closest) layoutSection('/closest', 'The closest layout: memory and time');
