@@ -60,7 +60,7 @@ struct RankResult {
   double scale = 1;
   int64_t capacity_bytes = 0;
   int64_t headroom_bytes = 0;
-  int64_t planned_peak_bytes = 0;         // the estimate's device peak of the stage
+  int64_t planned_peak_bytes = 0;         // the device bytes the estimate says the stage needs
   Phase planned_peak_phase = Phase::kSetup;
   int64_t manifest_peak_bytes = 0;        // the most manifest bytes live in one phase
   int64_t measured_peak_bytes = 0;        // device (or NVML process) usage at its highest
