@@ -24,6 +24,10 @@ constexpr int32_t kTorchtitanCompiledLoss = 20250402;
 // torchtitan 5e2033c: pipeline_parallel_microbatch_size, default 1, replaces
 // pipeline_parallel_microbatches (None = the pp degree).
 constexpr int32_t kTorchtitanPpMicrobatchSize = 20250407;
+// torchtitan 83e694105 (models/llama3/infra/parallelize.py apply_fsdp): the token embeddings
+// are an FSDP unit of their own, resharded after forward, and [norm, output] one kept gathered;
+// before, the root held embeddings, norm and head from forward to backward.
+constexpr int32_t kTorchtitanEmbeddingUnit = 20250728;
 
 // PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
 constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;

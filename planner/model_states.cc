@@ -199,8 +199,13 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   Add(out, "gathered_units_backward", 3 * unit + 2 * unit, Phase::kBackward, Phase::kBackward,
       "backward: unsharded params, prefetch, unsharded grads and fp32 reduce-scatter input, about 5 units");
   // The root (embeddings, head) is not resharded after forward (reshard_after_forward None -> False).
-  Add(out, "root_unsharded_params", wb * static_cast<double>(s.root_params), Phase::kForward, Phase::kBackward,
-      "FSDP2 root module keeps its gathered params from forward to backward");
+  // torchtitan from 2025-07-28 reshards the embeddings after forward as a unit of their own
+  // (tied ones are the head, and stay).
+  const bool own_unit = s.first && !ctx.r.root_keeps_embeddings && !ctx.m.tied_embeddings;
+  const double embeddings = own_unit ? static_cast<double>(FirstStageExtraParams(ctx.m)) / l.tp : 0;
+  Add(out, "root_unsharded_params", wb * (static_cast<double>(s.root_params) - embeddings), Phase::kForward, Phase::kBackward,
+      ctx.r.root_keeps_embeddings ? "FSDP2 root module keeps its gathered params from forward to backward"
+                                  : "FSDP keeps the gathered norm and head from forward to backward; the embeddings reshard");
   // torchtitan's pipeline schedules turn gradient sync off until the last micro-batch, so
   // FSDP2 accumulates unsharded gradients in reduce_dtype (fp32): 4 B per stage param
   // (memory-model.md 3.2, "gradient accumulation without sync").

@@ -195,6 +195,17 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("activation_offload: true (Unsloth's use_gradient_checkpointing=\"unsloth\" keeps checkpoints in host memory)");
   }
 
+  // torchtitan's FSDP without pipeline parallelism: from 2025-07-28 the embeddings are a unit
+  // of their own, resharded after forward, and only norm and head stay gathered for
+  // backward. Unstated, the older wrapping holds more, so it is the default.
+  if (TorchtitanItself(l) && l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1) {
+    r.root_keeps_embeddings = !ReleaseAtLeast(w, defaults::kTorchtitanEmbeddingUnit);
+    if (w.release == 0)
+      assume("FSDP root: embeddings, norm and head gathered from forward to backward (torchtitan before 2025-07-28; "
+             "later releases reshard the embeddings after forward as a unit of their own: say release: with the date "
+             "of yours)");
+  }
+
   if (w.loss != LossKind::kAuto) {
     r.loss = w.loss;
   } else if (l.stack == Stack::kTorchtune) {

@@ -28,6 +28,8 @@ struct TrainingRecipe {
   bool deepspeed_foreach_step = false;  // DeepSpeed steps a torch foreach AdamW on its fp32 partition
   bool torch_foreach_step = false;   // outside DeepSpeed and Megatron: torch's foreach AdamW, whose
                                      // sqrt(exp_avg_sq) spans every local param at the step
+  bool root_keeps_embeddings = true; // FSDP's root keeps the gathered embeddings from forward to
+                                     // backward beside the head (torchtitan before 2025-07-28)
 };
 
 // What vLLM's startup profile runs before it sizes the KV pool: a forward over `tokens`

@@ -92,6 +92,31 @@ const MemoryTerm* Find(const MemoryEstimate& e, const std::string& name) {
   return nullptr;
 }
 
+// torchtitan 83e694105 (2025-07-28) wraps the token embeddings as an FSDP unit of their own,
+// resharded after forward, and keeps [norm, output] gathered for backward; before, the root held
+// all three. Llama-3.1-8B: 128,256 x 4,096 embeddings (1.0 GiB in bf16) leave the term; an
+// unstated release prices the older wrapping and says so.
+TEST(Recipe, TorchtitanEmbeddingsReshardFrom2025_07_28) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const std::string layout = "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full";
+  const Workload older = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 8\n");
+  const Workload newer = Recipe("task: pretrain\nseq_len: 4096\nglobal_batch: 8\nrelease: \"2025-08-01\"\n");
+  const int64_t embeddings = 128256LL * 4096 * 2, head_and_norm = (128256LL * 4096 + 4096) * 2;
+  EXPECT_EQ(Term(Estimate(m, older, c, layout), "root_unsharded_params"), embeddings + head_and_norm);
+  EXPECT_EQ(Term(Estimate(m, newer, c, layout), "root_unsharded_params"), head_and_norm);
+  auto parsed = ParseLayout(layout);
+  ASSERT_TRUE(parsed.ok());
+  auto l = ResolveLayout(m, older, c, *parsed);
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, older, *l, &assumed);
+  EXPECT_TRUE(Assumes(assumed, "FSDP root: embeddings, norm and head gathered from forward to backward"));
+  assumed.clear();
+  ResolveRecipe(m, newer, *l, &assumed);
+  EXPECT_FALSE(Assumes(assumed, "FSDP root:"));
+}
+
 // torchtune README, "Optimization flags" table (Llama 3.2 3B, full_finetune_single_device,
 // batch 2, packed to 4096 tokens, bf16, A100 80GB, each row adding a technique): Peak
 // Memory Active 51.0 GiB with torch.compile, 24.9 GiB after chunked cross-entropy and
