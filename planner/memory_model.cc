@@ -153,7 +153,7 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
     growth = 0.25;
   else if (sharded)
     growth = 0.13;
-  return std::max(frag, growth);
+  return growth;  // UsageAt never lets it fall below the least fragmentation
 }
 
 PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
