@@ -112,7 +112,25 @@ struct LayerKind {
   double tp_one = 0, cp_step = 0, ep_one = 0;
   double tp_collectives = 2;  // per pass: one after each sub-block (ModelSpec::sub_blocks)
   double cp_a2a = 0;          // a linear mixer under CP: all-to-alls there and back, per pass
+  double fsdp_copy_out = 0;   // FSDP2: one gather's copy-out of the layer's parameters
+  double fsdp_copy_in = 0;    // FSDP2: one reduce-scatter's copy-in of the layer's gradients
 };
+
+// FSDP2 (fully_shard) all-gathers a unit's parameters into one flat buffer and then copies
+// them out to each parameter's own storage (split_with_sizes_copy in
+// foreach_all_gather_copy_out, run on the compute stream after the all-gather's event:
+// torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py). Gradients go the other way:
+// foreach_reduce_scatter_copy_in concatenates the unsharded gradients, cast to the reduce
+// dtype, into the reduce-scatter input on the reduce-scatter stream. FSDP1's flat parameter
+// is that buffer itself, with the parameters as views, so it has neither copy.
+bool Fsdp2Copies(const Layout& l) {
+  if (l.zero < 3 || l.shard_degree() * AtLeast1(l.cp) <= 1) return false;
+  if (l.framework == Framework::kTorchtitan) return true;
+  return l.framework == Framework::kFsdp &&
+         (l.stack == Stack::kNative || l.stack == Stack::kTorchtune || l.stack == Stack::kAutomodel);
+}
+
+double GradBytes(const Ctx& x);
 
 // Layer `layer`'s kind (-1: a transformer's dense layer).
 LayerKind MakeKind(const Ctx& x, int64_t layer) {
@@ -140,6 +158,13 @@ LayerKind MakeKind(const Ctx& x, int64_t layer) {
     const double bytes = defaults::kMoeImbalance * x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
     k.ep_one = CollectiveSeconds(Collective::kAllToAll, bytes, x.ep, GroupTier(x.c, SpanOf(x.l, GroupKind::kEp)));
   }
+  if (Fsdp2Copies(x.l)) {
+    const double experts = layer < 0 ? 0 : static_cast<double>(LayerExpertParams(m, layer));
+    const double dense = static_cast<double>(LayerParams(m, layer)) - experts;
+    const double local = dense / x.tp + experts / (x.ep * x.etp);
+    k.fsdp_copy_out = MemSeconds(x.hw, local * 2 * x.act);  // read the flat output, write each parameter
+    if (!x.lora) k.fsdp_copy_in = MemSeconds(x.hw, local * (x.act + GradBytes(x)));
+  }
   return k;
 }
 
@@ -165,6 +190,12 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   if (rc == Rc::kSelective) {
     c.recompute = x.op_sac ? f.sac_gemm + f.elem : f.attn;
   }
+  // FSDP2's copies: out after every gather (forward, and backward when resharded), on the
+  // compute stream; in before every reduce-scatter (the last micro-batch's only under PP),
+  // on the reduce-scatter stream under the next layer's backward.
+  const double gathers = x.l.reshard_after_forward ? 2 : 1;
+  const double reduces = x.pp > 1 ? 1.0 / AtLeast1(x.l.grad_accum) : 1;
+  c.compute += gathers * k.fsdp_copy_out + reduces * Overlapped(k.fsdp_copy_in, f.gemm + f.attn_bwd);
   const int passes = rc == Rc::kFull ? 3 : 2;  // forward, backward, recomputed forward
   c.tp_raw = k.tp_collectives * passes * k.tp_one;
   // torchtitan's per-op policy saves reduce-scatter outputs but not all-gather ones (its

@@ -897,6 +897,30 @@ TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
   EXPECT_NEAR(RawTerm(resharded, "dp_comm") - RawTerm(kept, "dp_comm"), 4 * gather, 1e-9);
 }
 
+// FSDP2 copies every gathered unit out of the all-gather buffer into its parameters on the
+// compute stream (foreach_all_gather_copy_out): reading and writing the layer's bf16
+// parameters once per gather. Resharding after forward gathers again in backward, so it adds
+// one copy-out per layer and micro-batch; FSDP1 (llm-foundry's Composer FSDP) has none.
+TEST(EstimateTime, Fsdp2CopiesEachGatheredLayerOut) {
+  const ModelSpec m = Llama2_7B();
+  const ClusterSpec c = DgxH100(2);
+  Layout l = FsdpLayout(16);
+  l.grad_accum = 4;
+  const TimeEstimate resharded = EstimateTime(m, Pretrain(4096, 128), l, c);
+  l.reshard_after_forward = false;
+  const TimeEstimate kept = EstimateTime(m, Pretrain(4096, 128), l, c);
+  const double layer = 4 * 4096.0 * 4096 + 3 * 4096.0 * 11008 + 2 * 4096;
+  const double copy_out = 2 * layer * 2 / (3.35e12 * 0.80);  // read + write, bf16, at 80% of HBM
+  EXPECT_NEAR(Term(resharded, "compute") - Term(kept, "compute"), 4 * 32 * copy_out, 1e-9);
+
+  l.stack = Stack::kLlmFoundry;
+  l.reshard_after_forward = true;
+  const TimeEstimate fsdp1 = EstimateTime(m, Pretrain(4096, 128), l, c);
+  l.reshard_after_forward = false;
+  EXPECT_DOUBLE_EQ(Term(fsdp1, "compute"), Term(EstimateTime(m, Pretrain(4096, 128), l, c), "compute"));
+  EXPECT_LT(Term(fsdp1, "compute"), Term(kept, "compute"));
+}
+
 TEST(EstimateTime, Fp8IsFasterOnHopper) {
   Workload w = Pretrain(8192, 64);
   const TimeEstimate bf16 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));
