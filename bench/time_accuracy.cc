@@ -215,11 +215,13 @@ StatusOr<E> Enum(const YAML::Node& n, const char* key, std::initializer_list<std
 StatusOr<Layout> ReadLayout(const YAML::Node& n, const std::string& what) {
   SP_RETURN_IF_ERROR(CheckKeys(n, {"framework", "dp", "tp", "pp", "vpp", "cp", "ep", "etp", "sp", "zero",
                                    "shard_group", "ac", "ac_layers", "offload_optimizer", "offload_params", "mbs",
-                                   "grad_accum", "reshard_after_forward", "stages", "batch"}, what));
+                                   "grad_accum", "reshard_after_forward", "stages", "batch", "dispatcher"}, what));
   Layout l;
   SP_ASSIGN_OR_RETURN(l.framework, Enum<Framework>(n, "framework", {{"deepspeed", Framework::kDeepSpeed},
       {"fsdp", Framework::kFsdp}, {"megatron", Framework::kMegatron}, {"torchtitan", Framework::kTorchtitan}},
       Framework::kFsdp, what));
+  SP_ASSIGN_OR_RETURN(l.dispatcher, Enum<EpDispatch>(n, "dispatcher", {{"alltoall", EpDispatch::kAllToAll},
+      {"allgather", EpDispatch::kAllGather}, {"flex", EpDispatch::kFlex}}, EpDispatch::kAllToAll, what));
   SP_ASSIGN_OR_RETURN(l.ac, Enum<Recompute>(n, "ac", {{"none", Recompute::kNone}, {"selective", Recompute::kSelective},
       {"full", Recompute::kFull}}, Recompute::kNone, what));
   const std::initializer_list<std::pair<const char*, Offload>> offloads = {

@@ -38,7 +38,6 @@ void ModelFlags(const ModelSpec& m, Flags& f) {
     Add(f, "--moe-router-topk", m.experts_per_token);
     Add(f, "--moe-ffn-hidden-size", m.expert_intermediate);
     Add(f, "--moe-grouped-gemm");
-    f.emplace_back("--moe-token-dispatcher-type alltoall");
     if (m.is_hybrid()) {  // Nemotron-H: a shared expert, a sigmoid router with its expert bias
       Add(f, "--moe-shared-expert-intermediate-size", m.shared_intermediate);
       Add(f, "--moe-router-enable-expert-bias");
@@ -147,6 +146,12 @@ StatusOr<std::vector<std::string>> MegatronFlags(const Plan& plan, const JobShap
   if (plan.model.is_moe()) {
     Add(f, "--expert-model-parallel-size", l.ep);
     Add(f, "--expert-tensor-parallel-size", l.etp);
+    // The layout's token exchange; flex runs DeepEP, or HybridEP where an NVLink domain spans
+    // nodes (GB200 NVL72), as Megatron-Bridge's flex_dispatcher_backend.py allows them.
+    f.emplace_back("--moe-token-dispatcher-type " + std::string(DispatcherName(l.dispatcher)));
+    if (l.dispatcher == EpDispatch::kFlex)
+      f.emplace_back(std::string("--moe-flex-dispatcher-backend ") +
+                     (plan.cluster.nvlink_domain_size() > plan.cluster.gpus_per_node ? "hybridep" : "deepep"));
   }
   if (l.sp && l.tp > 1) Add(f, "--sequence-parallel");  // Megatron turns it off at tp=1
   if (l.tp_overlap && l.sp && l.tp > 1) Add(f, "--tp-comm-overlap");  // TE userbuffers; needs SP

@@ -90,6 +90,20 @@ Tier GroupTier(const ClusterSpec& c, int stride, int size) {
   return t;
 }
 
+int DomainMembers(const ClusterSpec& c, GroupSpan g) {
+  const int gpn = std::max(1, c.nvlink_domain_size()), stride = std::max(1, g.stride);
+  if (c.nodes <= 1 || static_cast<long long>(stride) * g.size <= gpn) return g.size;
+  return stride >= gpn ? 1 : std::min(g.size, gpn / stride);
+}
+
+double TokenExchangeSeconds(const ClusterSpec& c, GroupSpan g, double intra_bytes, double remote_bytes) {
+  if (g.size <= 1) return 0;
+  const Tier tier = GroupTier(c, g);
+  const double intra = IntraBandwidth(c) * kIntraEfficiency, nic = c.inter_node_bandwidth_per_gpu() * kInterEfficiency;
+  const double over_nvlink = intra > 0 ? intra_bytes / intra : 0, over_network = nic > 0 ? remote_bytes / nic : 0;
+  return kLaunchSeconds + (g.size - 1) * tier.latency_s + std::max(over_nvlink, over_network);
+}
+
 Tier NeighborTier(const ClusterSpec& c, int stride, int size) {
   const int gpn = std::max(1, c.nvlink_domain_size());
   stride = std::max(1, stride);

@@ -47,6 +47,18 @@ inline Tier GroupTier(const ClusterSpec& c, GroupSpan g) { return GroupTier(c, g
 Tier NeighborTier(const ClusterSpec& c, int stride, int size);
 inline Tier NeighborTier(const ClusterSpec& c, GroupSpan g) { return NeighborTier(c, g.stride, g.size); }
 
+// Members of a group (`size` ranks `stride` apart) that share one NVLink domain: the whole
+// group when it stays inside one.
+int DomainMembers(const ClusterSpec& c, GroupSpan g);
+
+// One MoE token exchange (a dispatch or a combine) over an expert-parallel group, where one
+// rank sends `intra_bytes` to the other members of its NVLink domain and `remote_bytes` to
+// members in other domains. The two go at once, the first over NVLink and the second through
+// the rank's own share of the NICs: the exchange is point-to-point sends (NCCL's alltoall,
+// DeepEP's and HybridEP's RDMA), every rank's at the same time, so unlike a ring collective's
+// traffic the remote share cannot spread over the node's other NICs.
+double TokenExchangeSeconds(const ClusterSpec& c, GroupSpan g, double intra_bytes, double remote_bytes);
+
 // Bandwidth one GPU sees to host memory (PCIe, one direction) and to NVMe (the node's drives
 // shared by its GPUs), bytes/s after efficiency.
 double HostLinkBandwidth(const ClusterSpec& c);

@@ -61,5 +61,20 @@ constexpr double kMoeImbalance = 1.1;
 // GPU whatever the routing: k x T rows exactly (a 2-layer Mixtral of width 512 in
 // transformers saves 37,516 B per token per layer, the balanced figure, counted on the CPU).
 inline double MoeImbalance(int ep) { return ep > 1 ? kMoeImbalance : 1.0; }
+// Host time of Megatron-core's dropless MoE layer that the GPU waits on (time_model.cc
+// MakeKind). Per cuBLAS call of TE's per-expert grouped GEMM: 20 us, the average
+// nvte_cublas_gemm call in an nsys profile of Qwen3-30B-A3B on 8 B200 under Megatron
+// (yanring/Megatron-MoE-ModelZoo issue #7, 2025-08). Router, permutation and dispatch per
+// layer and micro-batch, forward and backward: 2 ms (fit: the Megatron-Bridge and ModelZoo MoE
+// rows of bench/user_inputs, whose recipes run no sync-free full-iteration CUDA graph).
+constexpr double kMoeHostGemmSeconds = 20e-6;
+constexpr double kMoeHostLayerSeconds = 2e-3;
+// Megatron-Bridge's Blackwell FP8 and FP4 recipes for transformer MoEs (Qwen3, DeepSeek-V3,
+// GPT-OSS, Kimi-K2) from the 26.06 container on capture the whole iteration in one CUDA
+// graph, with expert buffers sized ahead (moe_expert_rank_capacity_factor, moe_paged_stash):
+// no host sync, nothing issued per layer (Megatron-LM docs/user-guide/features/paged_stash.md;
+// Megatron-Bridge PRs 4211, 4249). Its Nemotron-H hybrid recipes graph only attention, Mamba
+// and the router (cuda_graph_scope), so their expert segments still wait on the host.
+constexpr int32_t kMegatronBridgeSyncFreeMoe = 20260600;
 
 }  // namespace shardplan::defaults

@@ -25,7 +25,7 @@ constexpr KeyInfo kKeys[] = {
     {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
     {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
     {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}, {"tp_overlap", kKeyTpOverlap},
-    {"pp_schedule", kKeyPpSchedule}};
+    {"pp_schedule", kKeyPpSchedule}, {"dispatcher", kKeyDispatcher}};
 
 constexpr std::pair<const char*, AcModule> kAcModules[] = {
     {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
@@ -52,6 +52,8 @@ std::string CanonicalKey(const std::string& key) {
       {"offload_param", "offload_params"}, {"train_micro_batch_size_per_gpu", "mbs"},
       {"micro_batch_size_per_gpu", "mbs"}, {"local_batch_size", "mbs"}, {"gradient_accumulation", "grad_accum"},
       {"activation_checkpoint", "ac"}, {"pipeline_parallel_schedule", "pp_schedule"}, {"schedule", "pp_schedule"},
+      {"moe_token_dispatcher_type", "dispatcher"}, {"token_dispatcher", "dispatcher"},
+      {"moe_flex_dispatcher_backend", "dispatcher"},
       // torchtitan's [parallelism] degrees (dp_shard and dp_replicate are read in ParseLayout).
       {"tensor_parallel_degree", "tp"}, {"pipeline_parallel_degree", "pp"}, {"context_parallel_degree", "cp"},
       {"expert_parallel_degree", "ep"}, {"expert_tensor_parallel_degree", "etp"},
@@ -160,6 +162,14 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     else if (n == "zb" || n == "zbh1" || n == "zerobubble" || n == "interleavedzerobubble") l.pp_schedule = PpSchedule::kZeroBubble;
     else if (n == "zbv" || n == "zbvzerobubble" || n == "vzb") l.pp_schedule = PpSchedule::kZbv;
     else return Bad(key, "1f1b, zb (ZB-H1, InterleavedZeroBubble) or zbv (ZBVZeroBubble)", v);
+  } else if (key == "dispatcher") {
+    // Megatron's dispatcher types and its flex backends; a2a as papers and tables write it.
+    std::string n = Spelling(v);
+    n.erase(std::remove(n.begin(), n.end(), '-'), n.end());
+    if (n == "alltoall" || n == "a2a" || n == "all2all") l.dispatcher = EpDispatch::kAllToAll;
+    else if (n == "allgather") l.dispatcher = EpDispatch::kAllGather;
+    else if (n == "flex" || n == "deepep" || n == "hybridep") l.dispatcher = EpDispatch::kFlex;
+    else return Bad(key, "alltoall, allgather or flex (deepep, hybridep)", v);
   } else if (key == "sp" || key == "reshard" || key == "tp_overlap") {
     SP_ASSIGN_OR_RETURN(bool b, ParseSwitch(key, v));
     (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : l.tp_overlap) = b;
@@ -376,6 +386,10 @@ std::string AcModulesName(uint32_t modules) {
   return Join(names, "/");
 }
 
+std::string_view DispatcherName(EpDispatch d) {
+  return d == EpDispatch::kAllToAll ? "alltoall" : d == EpDispatch::kAllGather ? "allgather" : "flex";
+}
+
 std::string_view OffloadName(Offload o) { return o == Offload::kNone ? "none" : o == Offload::kCpu ? "cpu" : "nvme"; }
 
 // Each degree is at most 2^24, but the planner multiplies them (the world size, ep x etp,
@@ -543,6 +557,7 @@ std::string FormatLayout(const Layout& l) {
   if (l.ac_modules != kAcCoreAttn) s += ",ac_modules=" + AcModulesName(l.ac_modules);
   if (l.tp_overlap) s += ",tp_overlap=on";
   if (l.pp_schedule != PpSchedule::k1f1b) s += std::string(",pp_schedule=") + (l.pp_schedule == PpSchedule::kZbv ? "zbv" : "zb");
+  if (l.ep > 1) s += ",dispatcher=" + std::string(DispatcherName(l.dispatcher));
   if (!l.stages.empty()) {
     std::vector<std::string> parts;
     for (int n : l.stages) parts.push_back(Num(n));
@@ -618,6 +633,11 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // (nemo/collections/llm/recipes/llama3_70b.py and friends); elsewhere it is opt-in.
   if (!(l.fixed & kKeyTpOverlap)) l.tp_overlap = l.stack == Stack::kNemo && l.tp > 1 && l.sp;
   if (l.tp == 1) l.tp_overlap = false;
+  // The MoE token exchange: NeMo's and Megatron-Bridge's MoE performance recipes run the flex
+  // dispatcher (DeepEP, HybridEP), as AutoModel's benchmark configs (*_te_deepep.yaml) do;
+  // Megatron-LM and torchtitan exchange tokens with one all-to-all (planner/recipe.cc says which).
+  if (!(l.fixed & kKeyDispatcher))
+    l.dispatcher = l.stack == Stack::kNemo || l.stack == Stack::kAutomodel ? EpDispatch::kFlex : EpDispatch::kAllToAll;
   // torchtitan keeps a pipeline stage's parameters gathered from forward to backward so that
   // each micro-batch does not all-gather them again: fsdp_reshard_after_forward "default" is
   // `not pp_enabled` (torchtitan distributed/fsdp.py; parallelize_llama.py since 2024).

@@ -37,6 +37,13 @@ enum class Offload { kNone, kCpu, kNvme };
 // torchtitan InterleavedZeroBubble), kZbv the V-shaped schedule of two chunks per rank
 // (1F1B's memory, bubble (p-1)(F+B-2W); torchtitan ZBVZeroBubble).
 enum class PpSchedule { k1f1b, kZeroBubble, kZbv };
+// How MoE tokens reach their experts across the expert-parallel group (Megatron's
+// --moe-token-dispatcher-type). kAllToAll: one NCCL all-to-all of every token's copy per
+// routed expert (Megatron's alltoall, torchtitan's all_to_all_single). kAllGather: every rank
+// gathers the group's tokens and reduce-scatters the outputs back (Megatron's own default).
+// kFlex: DeepEP or HybridEP, which send one copy of a token per destination GPU inside an
+// NVLink domain and one per destination domain across the network, forwarding on NVLink.
+enum class EpDispatch { kAllToAll, kAllGather, kFlex };
 
 // Bits of Layout::fixed: which keys the user set (the search holds these).
 enum LayoutKey : uint32_t {
@@ -47,6 +54,7 @@ enum LayoutKey : uint32_t {
   kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
   kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
   kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22, kKeyTpOverlap = 1u << 23, kKeyPpSchedule = 1u << 24,
+  kKeyDispatcher = 1u << 25,
 };
 
 // Megatron's --recompute-modules under selective recomputation (transformer_config.py):
@@ -84,6 +92,7 @@ struct Layout {
   bool reshard_after_forward = true;  // FSDP2: free gathered params after forward
   bool tp_overlap = false;            // TP collectives under the GEMMs (TE userbuffers, torchtitan async TP)
   PpSchedule pp_schedule = PpSchedule::k1f1b;
+  EpDispatch dispatcher = EpDispatch::kAllToAll;  // MoE token exchange, with ep > 1
   std::vector<int> stages;          // layers per pipeline stage; empty = balanced split
   Dtype weights = Dtype::kBf16;     // inference weight format
   Dtype kv_cache = Dtype::kBf16;    // inference KV cache format
@@ -132,6 +141,7 @@ std::string MegatronLmGap(const ModelSpec& m);
 bool TorchtitanItself(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
+std::string_view DispatcherName(EpDispatch d);
 // "core_attn/moe_act/..." in Megatron's names, in a fixed order.
 std::string AcModulesName(uint32_t modules);
 

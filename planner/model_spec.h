@@ -89,6 +89,10 @@ struct ModelSpec {
   int64_t expert_intermediate = 0;  // FFN size of one routed expert
   int64_t shared_experts = 0;       // always-active experts (DeepSeek n_shared_experts)
   int64_t shared_intermediate = 0;  // FFN size of one shared expert
+  // Group-limited routing (DeepSeek-V2/V3 n_group, topk_group): the experts fall in
+  // expert_groups equal groups and a token picks its top-k inside groups_per_token of them.
+  // 0 = not limited.
+  int64_t expert_groups = 0, groups_per_token = 0;
   bool shared_expert_gate = false;  // Qwen2-MoE: sigmoid gate Linear(h, 1) on the shared expert
   bool shared_expert_bias = false;  // ERNIE 4.5 under use_bias: the shared MLP's gate/up and down biases
   bool router_bias = false;         // DeepSeek noaux_tc: e_score_correction_bias (E params); gpt-oss router bias

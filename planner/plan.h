@@ -23,7 +23,7 @@ struct RankPlace {
   int node = 0;
   int local_gpu = 0;
   int tp = 0, cp = 0, dp = 0, pp = 0;
-  int ep = 0;          // expert-parallel rank: position inside the EP group (dp x cp carved)
+  int ep = 0;          // expert-parallel rank: position inside the EP group (etp x ep x dp refold)
   int shard = 0;       // position inside the ZeRO/FSDP shard group (HSDP)
 };
 

@@ -237,6 +237,16 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("sp: on (Megatron requires it for MoE with TP; NeMo and Megatron-Bridge recipes set it whenever tp > 1)");
   if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kTorchtitan)
     assume("sp: on (torchtitan's tensor parallelism always shards the sequence)");
+  if (!(l.fixed & kKeyDispatcher) && l.ep > 1 && m.is_moe()) {
+    if (l.stack == Stack::kNemo)
+      assume("dispatcher: flex (NeMo's and Megatron-Bridge's MoE performance recipes run DeepEP or HybridEP; "
+             "say dispatcher=alltoall for a recipe that sets moe_token_dispatcher_type alltoall)");
+    else if (l.stack == Stack::kAutomodel)
+      assume("dispatcher: flex (AutoModel's MoE benchmark configs run DeepEP; say dispatcher=alltoall without it)");
+    else if (l.framework == Framework::kMegatron)
+      assume("dispatcher: alltoall (what Megatron-LM tells expert-parallel runs to set; its own default is "
+             "allgather: say dispatcher=allgather, or dispatcher=flex for DeepEP or HybridEP)");
+  }
   if (l.stack == Stack::kUnsloth && !(l.fixed & kKeyAc))
     assume("ac: full (Unsloth's recommended use_gradient_checkpointing=\"unsloth\")");
   if (l.stack == Stack::kTorchtune && !(l.fixed & kKeyAc))

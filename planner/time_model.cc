@@ -112,6 +112,7 @@ struct LayerKind {
   double tp_one = 0, cp_step = 0, ep_one = 0;
   double tp_collectives = 2;  // per pass: one after each sub-block (ModelSpec::sub_blocks)
   double cp_a2a = 0;          // a linear mixer under CP: all-to-alls there and back, per pass
+  double host_fwd = 0, host_bwd = 0;  // Megatron's MoE layer: the GPU waiting on the host, per pass
   double fsdp_copy_out = 0;   // FSDP2: one gather's copy-out of the layer's parameters
   double fsdp_copy_in = 0;    // FSDP2: one reduce-scatter's copy-in of the layer's gradients
 };
@@ -131,6 +132,42 @@ bool Fsdp2Copies(const Layout& l) {
 }
 
 double GradBytes(const Ctx& x);
+
+// Expected number of `places` (GPUs or NVLink domains, each holding an equal share of the
+// routed experts) that one token's top-k experts fall in, the experts drawn at random without
+// repeats. Under group-limited routing (DeepSeek-V3: 8 groups, 4 open to a token) the k
+// experts lie inside the token's open groups: a place holding whole groups is hit when one of
+// its groups is open, a place inside a group only when that group is.
+double DistinctPlaces(const ModelSpec& m, double places) {
+  const double experts = static_cast<double>(m.experts), k = static_cast<double>(m.experts_per_token);
+  if (places <= 1 || experts <= 0) return std::min(1.0, places);
+  // Probability that none of `draws` picks among `pool` lands in a place holding `held`.
+  auto miss = [](double pool, double held, double draws) {
+    double p = 1;
+    for (int i = 0; i < static_cast<int>(draws) && p > 0; ++i) p *= std::max(0.0, (pool - held - i) / (pool - i));
+    return p;
+  };
+  const double groups = static_cast<double>(m.expert_groups), open = static_cast<double>(m.groups_per_token);
+  if (groups > 1 && open > 0) {
+    if (places <= groups) return places * (1 - miss(groups, groups / places, open));
+    const double candidates = open * places / groups, pool = open * experts / groups;  // the open groups' places
+    return candidates * (1 - miss(pool, experts / places, k));
+  }
+  return places * (1 - miss(experts, experts / places, k));
+}
+
+// One dispatch (or combine) of a micro-batch's tokens over the expert-parallel group, for
+// the busiest rank (kMoeImbalance times the balanced share). An all-to-all sends a copy of
+// a token to each routed expert, the share bound outside the rank's NVLink domain through its
+// own NIC; DeepEP and HybridEP send one copy per destination GPU inside the domain and one per
+// destination domain across the network (forwarded on NVLink there). arXiv 2603.07685 (Table
+// 7, H100, DeepSeek-V3's hidden 7168 and routing, 4,096 tokens) times these exchanges: the
+// all-to-all dispatch 1265, 5774, 8059 and 9164 us at EP 8, 16, 32 and 64, HybridEP's 661,
+// 1485, 3064 and 4626 us (time_model_test checks both rows). Megatron's allgather dispatcher
+// gathers every rank's tokens and reduce-scatters the outputs back.
+double TokenExchange(const Ctx& x) {
+  return MoeTokenExchangeSeconds(x.m, x.l, x.c, defaults::kMoeImbalance * x.tokens / x.tp, x.act);
+}
 
 // Layer `layer`'s kind (-1: a transformer's dense layer).
 LayerKind MakeKind(const Ctx& x, int64_t layer) {
@@ -154,9 +191,20 @@ LayerKind MakeKind(const Ctx& x, int64_t layer) {
     const double width = static_cast<double>(m.linear.cp_exchange()) / x.tp;
     k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
-  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.ep > 1) {  // token dispatch or combine
-    const double bytes = defaults::kMoeImbalance * x.tokens / x.tp * m.experts_per_token * m.hidden * x.act;
-    k.ep_one = CollectiveSeconds(Collective::kAllToAll, bytes, x.ep, GroupTier(x.c, SpanOf(x.l, GroupKind::kEp)));
+  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.ep > 1) k.ep_one = TokenExchange(x);
+  const bool sync_free = x.l.stack == Stack::kNemo && x.c.gpu.compute_capability >= 100 && x.fp8 && !m.is_hybrid() &&
+                         ReleaseAtLeast(x.w, defaults::kMegatronBridgeSyncFreeMoe);
+  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.l.framework == Framework::kMegatron && !sync_free) {
+    // Megatron-core's dropless MoE layer hands the per-expert token counts to the host before
+    // its all-to-all and grouped GEMM (token_dispatcher.py: d2h_event.synchronize(); TE's
+    // GroupedLinear takes m_splits as a host list), so the GPU drains its queue there and then
+    // runs the expert segment as fast as the host issues it. The grouped GEMM is one cuBLAS
+    // call per local expert (TE's multi_stream_cublas_gemm): fc1 and fc2 forward, their dgrad
+    // and wgrad backward, kMoeHostGemmSeconds each; the router, permutation and dispatcher
+    // around them take kMoeHostLayerSeconds, half each way.
+    const double local = static_cast<double>(m.experts) / x.ep;
+    k.host_fwd = defaults::kMoeHostLayerSeconds / 2 + 2 * local * defaults::kMoeHostGemmSeconds;
+    k.host_bwd = defaults::kMoeHostLayerSeconds / 2 + 4 * local * defaults::kMoeHostGemmSeconds;
   }
   if (Fsdp2Copies(x.l)) {
     const double experts = layer < 0 ? 0 : static_cast<double>(LayerExpertParams(m, layer));
@@ -213,6 +261,9 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   c.cp += passes * k.cp_a2a;
   c.ep_raw = 2 * passes * k.ep_one;  // dispatch + combine per pass
   c.ep = c.ep_raw * (x.k.ep_overlap ? kEpOverlapExposed : 1);
+  // A recomputed layer issues its forward again, host work included.
+  c.compute += k.host_fwd + k.host_bwd;
+  if (rc == Rc::kFull) c.recompute += k.host_fwd;
   return c;
 }
 
@@ -517,6 +568,26 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
 }
 
 }  // namespace
+
+double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
+                               double bytes_per_element) {
+  if (l.ep <= 1 || m.experts <= 0) return 0;
+  const GroupSpan span = SpanOf(l, GroupKind::kEp);
+  const double n = l.ep, d = DomainMembers(c, span), domains = n / d;
+  // A latent MoE (Nemotron 3 Super) projects each token to its latent width before the
+  // dispatch and back after the combine, so the exchange carries latent-wide rows.
+  const double row = static_cast<double>(m.expert_width()) * bytes_per_element;
+  switch (l.dispatcher) {
+    case EpDispatch::kAllGather:
+      return CollectiveSeconds(Collective::kAllGather, tokens * row * n, l.ep, GroupTier(c, span));
+    case EpDispatch::kFlex:
+      return TokenExchangeSeconds(c, span, tokens * row * DistinctPlaces(m, n) * (d - 1) / n,
+                                  tokens * row * DistinctPlaces(m, domains) * (domains - 1) / domains);
+    case EpDispatch::kAllToAll: break;
+  }
+  const double copies = tokens * row * static_cast<double>(m.experts_per_token);
+  return TokenExchangeSeconds(c, span, copies * (d - 1) / n, copies * (n - d) / n);
+}
 
 void TimeEstimate::AddTerm(const char* name, double seconds, double raw) {
   TimeTerm term;

@@ -76,6 +76,13 @@ double ModelFlopsPerToken(const ModelSpec& m, const Workload& w);
 // Biases, norms and the embedding lookup are not matmuls.
 double MatmulParamsPerToken(const ModelSpec& m);
 
+// One MoE token exchange, a dispatch or a combine, of `tokens` tokens from one rank over the
+// layout's expert-parallel group with its dispatcher (Layout::dispatcher), each token's row
+// `bytes_per_element` wide per element of the experts' input width. The time model prices
+// the busiest rank's (defaults::kMoeImbalance times the balanced share).
+double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
+                               double bytes_per_element);
+
 // Idle fraction of a pipeline of `stages` under 1F1B with `micro_batches` micro-batches and
 // `virtual_stages` model chunks per rank (interleaved 1F1B): (p - 1) / (v * m), as a share
 // of the busy time (Narayanan et al. 2021, sec. 2.2), when m >= p. With fewer micro-batches

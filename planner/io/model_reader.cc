@@ -2041,6 +2041,16 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     m.sliding_window_pattern = static_cast<int>(pattern);
   }
   ApplyFamily(*type, m);
+  // Group-limited routing, whichever family states it (DeepSeek-V2/V3, Kimi K2, GLM-4.5):
+  // n_group groups of experts, topk_group of them open to each token.
+  if (m.experts > 0 && r.Has("n_group") && r.Has("topk_group")) {
+    SP_ASSIGN_OR_RETURN(m.expert_groups, r.Int("n_group", 1, 1, m.experts));
+    SP_ASSIGN_OR_RETURN(m.groups_per_token, r.Int("topk_group", 1, 1, m.expert_groups));
+    if (m.experts % m.expert_groups != 0)
+      return doc.ErrorAt(node, "n_group (" + std::to_string(m.expert_groups) + ") must divide the routed experts (" +
+                                   std::to_string(m.experts) + ")");
+    if (m.groups_per_token >= m.expert_groups) m.expert_groups = m.groups_per_token = 0;  // every group open: not limited
+  }
   // GPT-style families read no head_dim key, so a stated one does not excuse heads that do
   // not divide the hidden size (fuzzing found a gpt2 config whose plan did not read back).
   if (m.attention == AttentionKind::kGqa && m.hidden % m.heads != 0 && m.model_type != "gemma2" && m.model_type != "gemma" &&

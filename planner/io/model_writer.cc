@@ -367,6 +367,10 @@ std::string ModelToYaml(const ModelSpec& m, int indent) {
       o.Key("index_topk", m.index_topk);
     }
   }
+  if (m.expert_groups > 0) {
+    o.Key("n_group", m.expert_groups);
+    o.Key("topk_group", m.groups_per_token);
+  }
   if (t == "minimax_m2") {
     o.Key("num_local_experts", m.experts);
     o.Key("num_experts_per_tok", m.experts_per_token);

@@ -418,6 +418,46 @@ TEST(RankMap, TpInnermostStaysInsideANode) {
   EXPECT_EQ(GroupOf(f.c, *l, 3, "dp"), (std::vector<int>{3, 11}));
 }
 
+// The MoE token exchange: Megatron's --moe-token-dispatcher-type and its flex backends by the
+// names recipes and tables give them. NeMo and Megatron-Bridge recipes run flex; Megatron-LM and
+// torchtitan an all-to-all. The resolved choice is printed whenever experts are parallel.
+TEST(Layout, DispatcherNamesAndDefaults) {
+  Fixture f("qwen3-30b-a3b", "dgx-h100", 2);
+  for (const auto& [text, want] : std::vector<std::pair<std::string, EpDispatch>>{
+           {"deepep", EpDispatch::kFlex}, {"HybridEP", EpDispatch::kFlex}, {"flex", EpDispatch::kFlex},
+           {"a2a", EpDispatch::kAllToAll}, {"all_to_all", EpDispatch::kAllToAll}, {"allgather", EpDispatch::kAllGather}}) {
+    auto l = f.Resolve("framework=megatron,ep=8,moe_token_dispatcher_type=" + text);
+    ASSERT_TRUE(l.ok()) << text << ": " << l.status().message();
+    EXPECT_EQ(l->dispatcher, want) << text;
+  }
+  EXPECT_EQ(f.Resolve("framework=megatron,ep=8")->dispatcher, EpDispatch::kAllToAll);
+  EXPECT_EQ(f.Resolve("framework=megatron-bridge,ep=8")->dispatcher, EpDispatch::kFlex);
+  EXPECT_EQ(f.Resolve("framework=torchtitan,ep=8")->dispatcher, EpDispatch::kAllToAll);
+  EXPECT_NE(FormatLayout(*f.Resolve("framework=nemo,ep=16")).find(",dispatcher=flex"), std::string::npos);
+  EXPECT_EQ(FormatLayout(*f.Resolve("framework=megatron,tp=2")).find("dispatcher"), std::string::npos);
+  auto bad = ParseLayout("dispatcher=nccl");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("alltoall, allgather or flex"), std::string::npos) << bad.status().message();
+}
+
+// The expert layers refold a stage's ranks ETP innermost, then EP (Megatron-core's expert
+// rank generator): with etp=1 an EP group is consecutive ranks, the TP ranks among them, so
+// EP 8 under TP 2 stays in one 8-GPU node; with etp=2 it takes every other rank.
+TEST(RankMap, ExpertGroupsFoldTensorParallelRanks) {
+  ClusterSpec c;
+  c.gpus_per_node = 8;
+  c.nodes = 2;
+  Layout l;
+  l.tp = 2, l.dp = 8, l.ep = 8, l.etp = 1;
+  EXPECT_EQ(GroupOf(c, l, 3, "ep"), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(SpanOf(l, GroupKind::kEp).stride, 1);
+  EXPECT_EQ(MakeRankMap(c, l)[11].ep, 3);
+  l.etp = 2;
+  EXPECT_EQ(GroupOf(c, l, 3, "ep"), (std::vector<int>{1, 3, 5, 7, 9, 11, 13, 15}));
+  EXPECT_EQ(SpanOf(l, GroupKind::kEp).stride, 2);
+  EXPECT_EQ(SpanOf(l, GroupKind::kExpertData).size, 1);
+}
+
 // The time model prices each group by its span (planner/layout.h SpanOf); the validator and
 // the launch scripts place ranks by MakeRankMap / GroupOf. Both must describe the same groups.
 TEST(RankMap, SpansDescribeTheGroupsOfTheRankMap) {

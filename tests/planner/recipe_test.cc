@@ -346,10 +346,12 @@ TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
   const TrainingRecipe r = ResolveRecipe(m, w, *l, &assumed);
   EXPECT_FALSE(r.master_weights);
   EXPECT_EQ(r.loss, LossKind::kStandard);
-  ASSERT_EQ(assumed.size(), 3u);
+  ASSERT_EQ(assumed.size(), 4u);
   EXPECT_NE(assumed[0].find("master_weights: none (AutoModel"), std::string::npos) << assumed[0];
   EXPECT_NE(assumed[1].find("fp32_upcast: false"), std::string::npos) << assumed[1];
-  EXPECT_NE(assumed[2].find("ac: none (AutoModel"), std::string::npos) << assumed[2];
+  EXPECT_NE(assumed[2].find("dispatcher: flex (AutoModel"), std::string::npos) << assumed[2];
+  EXPECT_NE(assumed[3].find("ac: none (AutoModel"), std::string::npos) << assumed[3];
+  EXPECT_EQ(l->dispatcher, EpDispatch::kFlex);
   EXPECT_EQ(l->ac, Recompute::kNone);
   ModelSpec fp32 = m;
   fp32.dtype = Dtype::kFp32;
