@@ -261,7 +261,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   c.cp += passes * k.cp_a2a;
   c.ep_raw = 2 * passes * k.ep_one;  // dispatch + combine per pass
   c.ep = c.ep_raw * (x.k.ep_overlap ? kEpOverlapExposed : 1);
-  // A recomputed layer issues its forward again, host work included.
+  // The host work of both passes, and of the forward again where the layer is recomputed.
   c.compute += k.host_fwd + k.host_bwd;
   if (rc == Rc::kFull) c.recompute += k.host_fwd;
   return c;
