@@ -908,6 +908,74 @@ TEST(EstimateTime, FsdpGathersOncePerMicroBatchWithoutReshard) {
   EXPECT_DOUBLE_EQ(Term(EstimateTime(m, Pretrain(4096, 128), l, c), "compute"), Term(fsdp1_kept, "compute"));
 }
 
+// One MoE dispatch against arXiv 2603.07685 (Megatron Core MoE, Table 7): DeepSeek-V3's
+// routing (256 experts, top 8, 4 of 8 groups open to a token), hidden 7168 in bf16, 4,096
+// tokens per rank, on DGX H100 nodes (8 GPUs on NVLink, 8 x 400 Gb/s). The all-to-all sends a
+// copy per routed expert and its off-node share goes through each GPU's own NIC, so EP 16 costs
+// four times EP 8; HybridEP sends one copy per destination GPU and per destination node.
+TEST(MoeExchange, DispatchTimesOfMegatronCoreTable7) {
+  auto m = LoadModel("deepseek-v3");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->expert_groups, 8);
+  ASSERT_EQ(m->groups_per_token, 4);
+  const ClusterSpec c = DgxH100(8);
+  const struct {
+    int ep;
+    double alltoall_us, hybridep_us;
+  } table7[] = {{8, 1265, 661}, {16, 5774, 1485}, {32, 8059, 3064}, {64, 9164, 4626}};
+  for (const auto& row : table7) {
+    Layout l;
+    l.framework = Framework::kMegatron;
+    l.dp = l.ep = row.ep;
+    l.dispatcher = EpDispatch::kAllToAll;
+    const double alltoall = MoeTokenExchangeSeconds(*m, l, c, 4096, 2) * 1e6;
+    l.dispatcher = EpDispatch::kFlex;
+    const double hybridep = MoeTokenExchangeSeconds(*m, l, c, 4096, 2) * 1e6;
+    EXPECT_NEAR(alltoall / row.alltoall_us, 1, 0.15) << "EP " << row.ep << ": " << alltoall << " us";
+    EXPECT_NEAR(hybridep / row.hybridep_us, 1, 0.15) << "EP " << row.ep << ": " << hybridep << " us";
+  }
+  // Inside one node the all-to-all is NVLink's: 4,096 x 8 copies x 7,168 x 2 B, 7/8 of them
+  // to the other GPUs, at 80% of 450 GB/s, plus one launch and seven ring steps.
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.dp = l.ep = 8;
+  EXPECT_NEAR(MoeTokenExchangeSeconds(*m, l, c, 4096, 2), 5e-6 + 7 * 1e-6 + 4096.0 * 8 * 7168 * 2 * 7 / 8 / 360e9, 1e-9);
+  // Megatron's allgather dispatcher gathers the group's tokens: (n - 1) / n of them arrive.
+  l.dispatcher = EpDispatch::kAllGather;
+  EXPECT_NEAR(MoeTokenExchangeSeconds(*m, l, c, 4096, 2), 5e-6 + 7 * 1e-6 + 4096.0 * 7168 * 2 * 8 * 7 / 8 / 360e9, 1e-9);
+}
+
+// Megatron-core's dropless MoE layer waits on the host once its token counts reach the CPU:
+// 2 ms of router, permutation and dispatch per layer and micro-batch, and 20 us per cuBLAS
+// call of TE's per-expert grouped GEMM (six per local expert: fc1 and fc2 forward, dgrad and
+// wgrad). Megatron-Bridge's Blackwell FP8 recipes from 26.06 capture the iteration in one
+// graph, sync-free, and pay none of it.
+TEST(EstimateTime, MegatronMoeWaitsOnTheHostUnlessSyncFree) {
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ClusterSpec c = DgxH100(1);
+  c.gpu = *CatalogGpu("b200-180gb");
+  Workload w = Pretrain(4096, 64);
+  w.precision = Dtype::kFp8;
+  w.release = 20260400;
+  auto l = ParseLayout("framework=megatron-bridge,dp=8,ep=8,mbs=1");
+  ASSERT_TRUE(l.ok());
+  auto resolved = ResolveLayout(*m, w, c, *l);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  const TimeEstimate waits = EstimateTime(*m, w, *resolved, c);
+  w.release = 20260600;
+  const TimeEstimate graphed = EstimateTime(*m, w, *resolved, c);
+  const double micro = static_cast<double>(resolved->grad_accum), layers = 48, local = 128 / 8;
+  EXPECT_NEAR(Term(waits, "compute") - Term(graphed, "compute"), micro * layers * (2e-3 + 6 * local * 20e-6), 1e-9);
+  // torchtitan's grouped GEMM is one kernel, and its layer is not priced this way.
+  auto titan = ResolveLayout(*m, w, c, *ParseLayout("framework=torchtitan,dp=8,ep=8,mbs=1"));
+  ASSERT_TRUE(titan.ok());
+  w.release = 20260400;
+  const TimeEstimate t1 = EstimateTime(*m, w, *titan, c);
+  w.release = 20260600;
+  EXPECT_DOUBLE_EQ(Term(t1, "compute"), Term(EstimateTime(*m, w, *titan, c), "compute"));
+}
+
 TEST(EstimateTime, Fp8IsFasterOnHopper) {
   Workload w = Pretrain(8192, 64);
   const TimeEstimate bf16 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));
