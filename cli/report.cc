@@ -53,7 +53,7 @@ nlohmann::json LayoutJson(const Layout& l) {
                       {"offload_optimizer", OffloadName(l.offload_optimizer)},
                       {"offload_params", OffloadName(l.offload_params)}, {"mbs", l.mbs}, {"grad_accum", l.grad_accum},
                       {"reshard_after_forward", l.reshard_after_forward}, {"tp_overlap", l.tp_overlap},
-                      {"dispatcher", DispatcherName(l.dispatcher)},
+                      {"dispatcher", DispatcherName(l.dispatcher)}, {"ep_overlap", l.ep_overlap},
                       {"weights", DtypeName(l.weights)},
                       {"kv_cache", DtypeName(l.kv_cache)}, {"batch", l.batch}, {"string", FormatLayout(l)}};
   j["stages"] = l.stages;

@@ -152,6 +152,11 @@ StatusOr<std::vector<std::string>> MegatronFlags(const Plan& plan, const JobShap
     if (l.dispatcher == EpDispatch::kFlex)
       f.emplace_back(std::string("--moe-flex-dispatcher-backend ") +
                      (plan.cluster.nvlink_domain_size() > plan.cluster.gpus_per_node ? "hybridep" : "deepep"));
+    // Megatron-Bridge's moe_a2a_overlap sets both (utils/overrides.py).
+    if (l.ep_overlap) {
+      Add(f, "--overlap-moe-expert-parallel-comm");
+      Add(f, "--delay-wgrad-compute");
+    }
   }
   if (l.sp && l.tp > 1) Add(f, "--sequence-parallel");  // Megatron turns it off at tp=1
   if (l.tp_overlap && l.sp && l.tp > 1) Add(f, "--tp-comm-overlap");  // TE userbuffers; needs SP

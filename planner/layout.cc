@@ -25,7 +25,7 @@ constexpr KeyInfo kKeys[] = {
     {"offload_optimizer", kKeyOffloadOptimizer}, {"offload_params", kKeyOffloadParams}, {"mbs", kKeyMbs},
     {"grad_accum", kKeyGradAccum}, {"reshard", kKeyReshard}, {"stages", kKeyStages}, {"weights", kKeyWeights},
     {"kv_cache", kKeyKvCache}, {"batch", kKeyBatch}, {"ac_modules", kKeyAcModules}, {"tp_overlap", kKeyTpOverlap},
-    {"pp_schedule", kKeyPpSchedule}, {"dispatcher", kKeyDispatcher}};
+    {"pp_schedule", kKeyPpSchedule}, {"dispatcher", kKeyDispatcher}, {"ep_overlap", kKeyEpOverlap}};
 
 constexpr std::pair<const char*, AcModule> kAcModules[] = {
     {"core_attn", kAcCoreAttn}, {"moe_act", kAcMoeAct}, {"layernorm", kAcLayernorm}, {"mla_up_proj", kAcMlaUpProj},
@@ -53,7 +53,8 @@ std::string CanonicalKey(const std::string& key) {
       {"micro_batch_size_per_gpu", "mbs"}, {"local_batch_size", "mbs"}, {"gradient_accumulation", "grad_accum"},
       {"activation_checkpoint", "ac"}, {"pipeline_parallel_schedule", "pp_schedule"}, {"schedule", "pp_schedule"},
       {"moe_token_dispatcher_type", "dispatcher"}, {"token_dispatcher", "dispatcher"},
-      {"moe_flex_dispatcher_backend", "dispatcher"},
+      {"moe_flex_dispatcher_backend", "dispatcher"}, {"moe_a2a_overlap", "ep_overlap"},
+      {"overlap_moe_expert_parallel_comm", "ep_overlap"},
       // torchtitan's [parallelism] degrees (dp_shard and dp_replicate are read in ParseLayout).
       {"tensor_parallel_degree", "tp"}, {"pipeline_parallel_degree", "pp"}, {"context_parallel_degree", "cp"},
       {"expert_parallel_degree", "ep"}, {"expert_tensor_parallel_degree", "etp"},
@@ -170,9 +171,9 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
     else if (n == "allgather") l.dispatcher = EpDispatch::kAllGather;
     else if (n == "flex" || n == "deepep" || n == "hybridep") l.dispatcher = EpDispatch::kFlex;
     else return Bad(key, "alltoall, allgather or flex (deepep, hybridep)", v);
-  } else if (key == "sp" || key == "reshard" || key == "tp_overlap") {
+  } else if (key == "sp" || key == "reshard" || key == "tp_overlap" || key == "ep_overlap") {
     SP_ASSIGN_OR_RETURN(bool b, ParseSwitch(key, v));
-    (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : l.tp_overlap) = b;
+    (key == "sp" ? l.sp : key == "reshard" ? l.reshard_after_forward : key == "tp_overlap" ? l.tp_overlap : l.ep_overlap) = b;
   } else if (key == "weights" || key == "kv_cache") {
     std::optional<Dtype> d = ParseDtype(v);
     if (!d || (key == "kv_cache" && *d == Dtype::kFp4)) return Bad(key, key == "weights" ? "bf16, fp16, fp8, nvfp4, int8, int4 or nf4" : "bf16, fp16 or fp8", v);
@@ -558,6 +559,7 @@ std::string FormatLayout(const Layout& l) {
   if (l.tp_overlap) s += ",tp_overlap=on";
   if (l.pp_schedule != PpSchedule::k1f1b) s += std::string(",pp_schedule=") + (l.pp_schedule == PpSchedule::kZbv ? "zbv" : "zb");
   if (l.ep > 1) s += ",dispatcher=" + std::string(DispatcherName(l.dispatcher));
+  if (l.ep_overlap) s += ",ep_overlap=on";
   if (!l.stages.empty()) {
     std::vector<std::string> parts;
     for (int n : l.stages) parts.push_back(Num(n));
@@ -638,6 +640,7 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // Megatron-LM and torchtitan exchange tokens with one all-to-all (planner/recipe.cc says which).
   if (!(l.fixed & kKeyDispatcher))
     l.dispatcher = l.stack == Stack::kNemo || l.stack == Stack::kAutomodel ? EpDispatch::kFlex : EpDispatch::kAllToAll;
+  if (l.ep == 1) l.ep_overlap = false;
   // torchtitan keeps a pipeline stage's parameters gathered from forward to backward so that
   // each micro-batch does not all-gather them again: fsdp_reshard_after_forward "default" is
   // `not pp_enabled` (torchtitan distributed/fsdp.py; parallelize_llama.py since 2024).

@@ -54,7 +54,7 @@ enum LayoutKey : uint32_t {
   kKeyGradAccum = 1u << 14, kKeyWeights = 1u << 15, kKeyKvCache = 1u << 16,
   kKeyStages = 1u << 17, kKeyEtp = 1u << 18, kKeyReshard = 1u << 19, kKeyAcLayers = 1u << 20,
   kKeyBatch = 1u << 21, kKeyAcModules = 1u << 22, kKeyTpOverlap = 1u << 23, kKeyPpSchedule = 1u << 24,
-  kKeyDispatcher = 1u << 25,
+  kKeyDispatcher = 1u << 25, kKeyEpOverlap = 1u << 26,
 };
 
 // Megatron's --recompute-modules under selective recomputation (transformer_config.py):
@@ -91,6 +91,7 @@ struct Layout {
   int grad_accum = 1;               // micro-batches per optimizer step per DP rank
   bool reshard_after_forward = true;  // FSDP2: free gathered params after forward
   bool tp_overlap = false;            // TP collectives under the GEMMs (TE userbuffers, torchtitan async TP)
+  bool ep_overlap = false;            // MoE dispatch/combine under another micro-batch's compute (Megatron)
   PpSchedule pp_schedule = PpSchedule::k1f1b;
   EpDispatch dispatcher = EpDispatch::kAllToAll;  // MoE token exchange, with ep > 1
   std::vector<int> stages;          // layers per pipeline stage; empty = balanced split

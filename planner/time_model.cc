@@ -68,7 +68,8 @@ bool Pick(Switch s, bool dflt) { return s == Switch::kAuto ? dflt : s == Switch:
 // configs, while its pipeline engine reduces after the last micro-batch;
 // FSDP prefetches and overlaps always; plain PyTorch (FSDP, torchtitan) runs eager unless
 // torch.compile is on (the workload's `compile`); TP overlap is the layout's tp_overlap
-// (ResolveLayout turns it on for NeMo / Megatron-Bridge recipes); EP overlap is opt-in.
+// (ResolveLayout turns it on for NeMo / Megatron-Bridge recipes); EP overlap is the layout's
+// ep_overlap (Megatron's overlap_moe_expert_parallel_comm), off unless stated.
 Knobs ResolveSwitches(const ModelSpec& m, const Workload& w, const Layout& l, const TimeOptions& o) {
   const bool megatron = l.framework == Framework::kMegatron;
   // Stage 0 all-reduces after backward and the pipeline engine after the last micro-batch,
@@ -76,7 +77,7 @@ Knobs ResolveSwitches(const ModelSpec& m, const Workload& w, const Layout& l, co
   const bool ds_no_overlap =
       l.framework == Framework::kDeepSpeed && (l.zero == 0 || l.pp > 1 || !DeepSpeedOverlapComm(w, l));
   return {Pick(o.dp_overlap, !ds_no_overlap), Pick(o.param_gather_overlap, megatron),
-          Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, false),
+          Pick(o.tp_overlap, l.tp_overlap),    Pick(o.ep_overlap, l.ep_overlap),
           Pick(o.fused_kernels, megatron || w.compile == Setting::kOn), Pick(o.flash_attention, FlashAttention(m, w, l))};
 }
 

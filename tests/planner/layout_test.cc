@@ -435,6 +435,11 @@ TEST(Layout, DispatcherNamesAndDefaults) {
   EXPECT_EQ(f.Resolve("framework=torchtitan,ep=8")->dispatcher, EpDispatch::kAllToAll);
   EXPECT_NE(FormatLayout(*f.Resolve("framework=nemo,ep=16")).find(",dispatcher=flex"), std::string::npos);
   EXPECT_EQ(FormatLayout(*f.Resolve("framework=megatron,tp=2")).find("dispatcher"), std::string::npos);
+  auto overlapped = f.Resolve("framework=megatron,ep=8,moe_a2a_overlap=true");
+  ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
+  EXPECT_TRUE(overlapped->ep_overlap);
+  EXPECT_NE(FormatLayout(*overlapped).find(",dispatcher=alltoall,ep_overlap=on"), std::string::npos) << FormatLayout(*overlapped);
+  EXPECT_FALSE(f.Resolve("framework=megatron,tp=2,ep_overlap=on")->ep_overlap);  // no experts spread: nothing to hide
   auto bad = ParseLayout("dispatcher=nccl");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("alltoall, allgather or flex"), std::string::npos) << bad.status().message();

@@ -976,6 +976,24 @@ TEST(EstimateTime, MegatronMoeWaitsOnTheHostUnlessSyncFree) {
   EXPECT_DOUBLE_EQ(Term(t1, "compute"), Term(EstimateTime(*m, w, *titan, c), "compute"));
 }
 
+// Megatron's 1F1B all-to-all overlap (ep_overlap=on, Megatron-Bridge's moe_a2a_overlap)
+// runs each micro-batch's dispatch and combine under another's compute: 30% of the exchange
+// stays on the critical path (kEpOverlapExposed), the rest hides.
+TEST(EstimateTime, EpOverlapHidesMostOfTheExchange) {
+  auto m = LoadModel("qwen3-30b-a3b");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ClusterSpec c = DgxH100(2);
+  auto l = ResolveLayout(*m, Pretrain(4096, 64), c, *ParseLayout("framework=megatron,dp=16,ep=16,mbs=1"));
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  const TimeEstimate plain = EstimateTime(*m, Pretrain(4096, 64), *l, c);
+  l->ep_overlap = true;
+  const TimeEstimate hidden = EstimateTime(*m, Pretrain(4096, 64), *l, c);
+  ASSERT_GT(RawTerm(plain, "ep_comm"), 0);
+  EXPECT_DOUBLE_EQ(Term(plain, "ep_comm"), RawTerm(plain, "ep_comm"));
+  EXPECT_NEAR(Term(hidden, "ep_comm"), 0.3 * RawTerm(hidden, "ep_comm"), 1e-12);
+  EXPECT_DOUBLE_EQ(RawTerm(hidden, "ep_comm"), RawTerm(plain, "ep_comm"));
+}
+
 TEST(EstimateTime, Fp8IsFasterOnHopper) {
   Workload w = Pretrain(8192, 64);
   const TimeEstimate bf16 = EstimateTime(Llama3_70B(), w, FsdpLayout(64), DgxH100(8));
