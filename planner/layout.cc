@@ -328,6 +328,18 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
     return Rule("ac_modules applies to ac=selective only (Megatron's --recompute-modules)");
   if (l.ac_modules != kAcCoreAttn && l.framework != Framework::kMegatron)
     return Rule("ac_modules is Megatron's --recompute-modules; framework=" + std::string(FrameworkName(l)) + " has no such setting");
+  // Megatron's EP all-to-all overlap and the rules its TransformerConfig asserts for it.
+  if (l.ep_overlap) {
+    if (l.ep < 2) return Rule("ep_overlap needs expert parallelism (ep > 1)");
+    if (l.framework != Framework::kMegatron)
+      return Rule("ep_overlap is Megatron's --overlap-moe-expert-parallel-comm; framework=" + std::string(FrameworkName(l)) +
+                  " has no such setting");
+    if (l.dispatcher == EpDispatch::kAllGather) return Rule("ep_overlap needs dispatcher=alltoall or flex, not allgather");
+    if (l.pp > 1 && l.vpp < 2) return Rule("ep_overlap with pp > 1 needs an interleaved pipeline (vpp > 1)");
+    if (l.ac == Recompute::kFull) return Rule("ep_overlap runs without full recomputation (Megatron disables it): use ac=selective or none");
+    if (l.ac == Recompute::kSelective && (l.ac_modules & kAcMoe))
+      return Rule("ep_overlap runs without recomputing the MoE layer: drop moe from ac_modules");
+  }
   return Status::Ok();
 }
 
@@ -640,7 +652,6 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // Megatron-LM and torchtitan exchange tokens with one all-to-all (planner/recipe.cc says which).
   if (!(l.fixed & kKeyDispatcher))
     l.dispatcher = l.stack == Stack::kNemo || l.stack == Stack::kAutomodel ? EpDispatch::kFlex : EpDispatch::kAllToAll;
-  if (l.ep == 1) l.ep_overlap = false;
   // torchtitan keeps a pipeline stage's parameters gathered from forward to backward so that
   // each micro-batch does not all-gather them again: fsdp_reshard_after_forward "default" is
   // `not pp_enabled` (torchtitan distributed/fsdp.py; parallelize_llama.py since 2024).

@@ -329,10 +329,17 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
                            l.stack == Stack::kAutomodel;
   if (!w.training() || (l.fixed & kKeyAc) || own_default)
     return {l, EstimateMemory(m, w, l, c, opt)};
+  // Megatron's EP all-to-all overlap forbids full and block recomputation (transformer_config.py
+  // asserts recompute_granularity != 'full'): with ep_overlap on, selective is the most there is.
+  const bool no_full = l.ep_overlap && l.framework == Framework::kMegatron;
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout tried = l;
     tried.ac = ac;
     MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
+    if (no_full && ac == Recompute::kSelective && !e.fits) {
+      if (note) *note = "ac: selective (not stated; ep_overlap rules out full recomputation, and selective does not fit)";
+      return {tried, std::move(e)};
+    }
     // Megatron recomputes whole blocks for only the first --recompute-num-layers of each
     // stage (--recompute-method block), which NeMo and Megatron-Bridge recipes use: the fewest
     // per stage that fit, before every layer.

@@ -439,7 +439,16 @@ TEST(Layout, DispatcherNamesAndDefaults) {
   ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
   EXPECT_TRUE(overlapped->ep_overlap);
   EXPECT_NE(FormatLayout(*overlapped).find(",dispatcher=alltoall,ep_overlap=on"), std::string::npos) << FormatLayout(*overlapped);
-  EXPECT_FALSE(f.Resolve("framework=megatron,tp=2,ep_overlap=on")->ep_overlap);  // no experts spread: nothing to hide
+  // Megatron's TransformerConfig refuses the overlap without EP, with the allgather
+  // dispatcher, with full recomputation, and with pp > 1 unless interleaved.
+  for (const char* bad_layout : {"framework=megatron,tp=2,ep_overlap=on", "framework=megatron,ep=8,dispatcher=allgather,ep_overlap=on",
+                                 "framework=megatron,ep=8,ac=full,ep_overlap=on", "framework=megatron,ep=8,pp=2,ep_overlap=on",
+                                 "framework=torchtitan,ep=8,ep_overlap=on"}) {
+    auto refused = f.Resolve(bad_layout);
+    ASSERT_FALSE(refused.ok()) << bad_layout;
+    EXPECT_NE(refused.status().message().find("ep_overlap"), std::string::npos) << refused.status().message();
+  }
+  EXPECT_TRUE(f.Resolve("framework=megatron,ep=8,pp=2,vpp=2,ac=selective,ep_overlap=on").ok());
   auto bad = ParseLayout("dispatcher=nccl");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("alltoall, allgather or flex"), std::string::npos) << bad.status().message();
