@@ -171,18 +171,17 @@ TEST(Search, MegatronBlockRecomputationIsTheFewestLayersThatFit) {
 // ep_overlap on and recomputation unstated, selective is the most the estimate may take, and it
 // says so when even that does not fit: Qwen3-30B-A3B at EP 8, micro-batch 1 x 4096, DGX H100.
 TEST(Search, EpOverlapStopsAtSelectiveRecomputation) {
-  ModelSpec m = *LoadModel("qwen3-30b-a3b");
-  ClusterSpec c = *LoadCluster("dgx-h100");
-  Workload w;
-  w.seq_len = 4096;
-  w.global_batch = 64;
-  auto plain = ResolveLayout(m, w, c, *ParseLayout("framework=megatron,ep=8,mbs=1"));
-  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  const ModelSpec m = *LoadModel("qwen3-30b-a3b");
+  const ClusterSpec c = *LoadCluster("dgx-h100");
+  const Workload w = Train(4096, 64);
   std::string note;
-  EXPECT_EQ(LeastRecomputationThatFits(m, w, *plain, c, MemoryOptions{}, &note).first.ac, Recompute::kFull);
-  auto overlapped = ResolveLayout(m, w, c, *ParseLayout("framework=megatron,ep=8,mbs=1,ep_overlap=on"));
-  ASSERT_TRUE(overlapped.ok()) << overlapped.status().message();
-  auto [chosen, e] = LeastRecomputationThatFits(m, w, *overlapped, c, MemoryOptions{}, &note);
+  auto least = [&](const char* text) {
+    auto l = ResolveLayout(m, w, c, *ParseLayout(text));
+    EXPECT_TRUE(l.ok()) << text << ": " << l.status().message();
+    return LeastRecomputationThatFits(m, w, *l, c, MemoryOptions{}, &note);
+  };
+  EXPECT_EQ(least("framework=megatron,ep=8,mbs=1").first.ac, Recompute::kFull);
+  auto [chosen, e] = least("framework=megatron,ep=8,mbs=1,ep_overlap=on");
   EXPECT_EQ(chosen.ac, Recompute::kSelective);
   EXPECT_FALSE(e.fits);
   EXPECT_NE(note.find("ep_overlap rules out full recomputation"), std::string::npos) << note;
