@@ -34,7 +34,18 @@ int CeilLog2(int n) {
   return hops;
 }
 
+// Whether `size` ranks `stride` apart reach beyond one NVLink domain.
+bool SpansDomains(const ClusterSpec& c, int stride, int size) {
+  return c.nodes > 1 && static_cast<long long>(std::max(1, stride)) * size > std::max(1, c.nvlink_domain_size());
+}
+
 }  // namespace
+
+int DomainMembers(const ClusterSpec& c, GroupSpan g) {
+  if (!SpansDomains(c, g.stride, g.size)) return g.size;
+  const int gpn = std::max(1, c.nvlink_domain_size()), stride = std::max(1, g.stride);
+  return stride >= gpn ? 1 : std::min(g.size, gpn / stride);
+}
 
 double BusBandwidthFactor(Collective kind, int n) {
   if (n <= 1) return 0;
@@ -73,27 +84,18 @@ Tier GroupTier(const ClusterSpec& c, int stride, int size) {
   Tier t;
   // Ranks inside one NVLink domain (a node, or GB200 NVL72's 72 GPUs) talk over NVLink;
   // a group that spans domains crosses the network once per member in each domain.
-  const int gpn = std::max(1, c.nvlink_domain_size());
-  stride = std::max(1, stride);
   const double intra = IntraBandwidth(c) * kIntraEfficiency;
-  const bool spans = c.nodes > 1 && static_cast<long long>(stride) * size > gpn;
-  if (!spans) {
+  if (!SpansDomains(c, stride, size)) {
     t.bus_bandwidth = intra;
     t.latency_s = c.intra_node.latency_s > 0 ? c.intra_node.latency_s : kDefaultIntraLatency;
     return t;
   }
-  const int per_node = stride >= gpn ? 1 : std::min(size, gpn / stride);
+  const int per_node = DomainMembers(c, {stride, size});
   const double network = per_node * c.inter_node_bandwidth_per_gpu() * kInterEfficiency;
   t.bus_bandwidth = intra > 0 ? std::min(intra, network) : network;
   t.latency_s = c.inter_node.latency_s > 0 ? c.inter_node.latency_s : kDefaultInterLatency;
   t.inter_node = true;
   return t;
-}
-
-int DomainMembers(const ClusterSpec& c, GroupSpan g) {
-  const int gpn = std::max(1, c.nvlink_domain_size()), stride = std::max(1, g.stride);
-  if (c.nodes <= 1 || static_cast<long long>(stride) * g.size <= gpn) return g.size;
-  return stride >= gpn ? 1 : std::min(g.size, gpn / stride);
 }
 
 double TokenExchangeSeconds(const ClusterSpec& c, GroupSpan g, double intra_bytes, double remote_bytes) {
@@ -107,7 +109,7 @@ double TokenExchangeSeconds(const ClusterSpec& c, GroupSpan g, double intra_byte
 Tier NeighborTier(const ClusterSpec& c, int stride, int size) {
   const int gpn = std::max(1, c.nvlink_domain_size());
   stride = std::max(1, stride);
-  if (c.nodes <= 1 || static_cast<long long>(stride) * size <= gpn) return GroupTier(c, stride, size);
+  if (!SpansDomains(c, stride, size)) return GroupTier(c, stride, size);
   return GroupTier(c, std::max(stride, gpn), 2);  // one hop between nodes: one GPU's NIC share
 }
 

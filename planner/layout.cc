@@ -336,7 +336,8 @@ Status CheckModelFit(const ModelSpec& m, const Workload& w, const Layout& l) {
                   " has no such setting");
     if (l.dispatcher == EpDispatch::kAllGather) return Rule("ep_overlap needs dispatcher=alltoall or flex, not allgather");
     if (l.pp > 1 && l.vpp < 2) return Rule("ep_overlap with pp > 1 needs an interleaved pipeline (vpp > 1)");
-    if (l.ac == Recompute::kFull) return Rule("ep_overlap runs without full recomputation (Megatron disables it): use ac=selective or none");
+    if (l.ac == Recompute::kFull && !FullRecomputeAllowed(l))
+      return Rule("ep_overlap runs without full recomputation (Megatron disables it): use ac=selective or none");
     if (l.ac == Recompute::kSelective && (l.ac_modules & kAcMoe))
       return Rule("ep_overlap runs without recomputing the MoE layer: drop moe from ac_modules");
   }

@@ -143,6 +143,9 @@ bool TorchtitanItself(const Layout& l);
 std::string_view RecomputeName(Recompute r);
 std::string_view OffloadName(Offload o);
 std::string_view DispatcherName(EpDispatch d);
+// Whether the layout may recompute whole layers: Megatron's EP all-to-all overlap asserts it
+// does not (transformer_config.py: recompute_granularity != 'full').
+inline bool FullRecomputeAllowed(const Layout& l) { return !(l.ep_overlap && l.framework == Framework::kMegatron); }
 // "core_attn/moe_act/..." in Megatron's names, in a fixed order.
 std::string AcModulesName(uint32_t modules);
 

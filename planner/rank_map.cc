@@ -54,8 +54,7 @@ std::vector<RankPlace> MakeRankMap(const ClusterSpec& c, const Layout& l) {
     p.cp = coordinate(r, GroupKind::kCp);
     p.dp = coordinate(r, GroupKind::kDp);
     p.pp = coordinate(r, GroupKind::kPp);
-    // The expert layers' order inside a stage: etp innermost, then ep.
-    p.ep = (ExpertIndex(l, r) / std::max(1, l.etp)) % std::max(1, l.ep);
+    p.ep = coordinate(r, GroupKind::kEp);
     p.shard = p.dp % shard;
     map.push_back(p);
   }

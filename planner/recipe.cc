@@ -98,6 +98,12 @@ bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l) {
          (w.precision == Dtype::kBf16 || w.precision == Dtype::kFp16) && w.master_weights != MasterWeights::kNone;
 }
 
+bool MegatronBridgeSyncFreeMoe(const ModelSpec& m, const Workload& w, const Layout& l, const GpuSpec& gpu) {
+  const bool low_precision = w.precision == Dtype::kFp8 || w.precision == Dtype::kFp4;
+  return l.stack == Stack::kNemo && gpu.compute_capability >= 100 && low_precision && !m.is_hybrid() &&
+         ReleaseAtLeast(w, defaults::kMegatronBridgeSyncFreeMoe);
+}
+
 Workload WorkloadAsRun(const Workload& w, const Layout& l) {
   Workload run = w;
   if (TorchtitanMixedPrecisionOff(w, l)) run.precision = Dtype::kFp32;

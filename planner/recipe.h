@@ -77,6 +77,11 @@ AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSp
 // autocast: the step runs on the fp32 parameters (torchtitan/distributed/utils.py). True for
 // such a layout and a mixed-precision workload.
 bool TorchtitanMixedPrecisionOff(const Workload& w, const Layout& l);
+
+// Whether a Megatron-Bridge MoE recipe runs sync-free: its Blackwell FP8/FP4 recipes for
+// transformer MoEs capture the whole iteration in one CUDA graph from the 26.06 container
+// (defaults::kMegatronBridgeSyncFreeMoe), so no MoE layer waits on the host.
+bool MegatronBridgeSyncFreeMoe(const ModelSpec& m, const Workload& w, const Layout& l, const GpuSpec& gpu);
 // The workload as the layout's framework runs it: `w`, with fp32 precision where
 // TorchtitanMixedPrecisionOff. The memory and time models and the validator's collective
 // sizes all price this one; plans and emitted configs keep what the user stated.

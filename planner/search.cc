@@ -329,9 +329,8 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
                            l.stack == Stack::kAutomodel;
   if (!w.training() || (l.fixed & kKeyAc) || own_default)
     return {l, EstimateMemory(m, w, l, c, opt)};
-  // Megatron's EP all-to-all overlap forbids full and block recomputation (transformer_config.py
-  // asserts recompute_granularity != 'full'): with ep_overlap on, selective is the most there is.
-  const bool no_full = l.ep_overlap && l.framework == Framework::kMegatron;
+  // Where full (and block) recomputation is ruled out, selective is the most there is.
+  const bool no_full = !FullRecomputeAllowed(l);
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout tried = l;
     tried.ac = ac;

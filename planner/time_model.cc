@@ -157,15 +157,8 @@ double DistinctPlaces(const ModelSpec& m, double places) {
   return places * (1 - miss(experts, experts / places, k));
 }
 
-// One dispatch (or combine) of a micro-batch's tokens over the expert-parallel group, for
-// the busiest rank (kMoeImbalance times the balanced share). An all-to-all sends a copy of
-// a token to each routed expert, the share bound outside the rank's NVLink domain through its
-// own NIC; DeepEP and HybridEP send one copy per destination GPU inside the domain and one per
-// destination domain across the network (forwarded on NVLink there). arXiv 2603.07685 (Table
-// 7, H100, DeepSeek-V3's hidden 7168 and routing, 4,096 tokens) times these exchanges: the
-// all-to-all dispatch 1265, 5774, 8059 and 9164 us at EP 8, 16, 32 and 64, HybridEP's 661,
-// 1485, 3064 and 4626 us (time_model_test checks both rows). Megatron's allgather dispatcher
-// gathers every rank's tokens and reduce-scatters the outputs back.
+// One dispatch (or combine) of a micro-batch's tokens for the busiest rank: kMoeImbalance
+// times the balanced share.
 double TokenExchange(const Ctx& x) {
   return MoeTokenExchangeSeconds(x.m, x.l, x.c, defaults::kMoeImbalance * x.tokens / x.tp, x.act);
 }
@@ -193,9 +186,8 @@ LayerKind MakeKind(const Ctx& x, int64_t layer) {
     k.cp_a2a = CollectiveSeconds(Collective::kAllToAll, x.tokens * width * x.act, x.cp, GroupTier(x.c, SpanOf(x.l, GroupKind::kCp)));
   }
   if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.ep > 1) k.ep_one = TokenExchange(x);
-  const bool sync_free = x.l.stack == Stack::kNemo && x.c.gpu.compute_capability >= 100 && x.fp8 && !m.is_hybrid() &&
-                         ReleaseAtLeast(x.w, defaults::kMegatronBridgeSyncFreeMoe);
-  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.l.framework == Framework::kMegatron && !sync_free) {
+  if (m.has_ffn(layer) && m.is_moe_layer(layer) && x.l.framework == Framework::kMegatron &&
+      !MegatronBridgeSyncFreeMoe(m, x.w, x.l, x.c.gpu)) {
     // Megatron-core's dropless MoE layer hands the per-expert token counts to the host before
     // its all-to-all and grouped GEMM (token_dispatcher.py: d2h_event.synchronize(); TE's
     // GroupedLinear takes m_splits as a host list), so the GPU drains its queue there and then
@@ -570,6 +562,14 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
 
 }  // namespace
 
+// An all-to-all sends a copy of a token to each routed expert, the share bound outside the
+// rank's NVLink domain through its own NIC; DeepEP and HybridEP send one copy per destination
+// GPU inside the domain and one per destination domain across the network (forwarded on
+// NVLink there). arXiv 2603.07685 (Table
+// 7, H100, DeepSeek-V3's hidden 7168 and routing, 4,096 tokens) times these exchanges: the
+// all-to-all dispatch 1265, 5774, 8059 and 9164 us at EP 8, 16, 32 and 64, HybridEP's 661,
+// 1485, 3064 and 4626 us (time_model_test checks both rows). Megatron's allgather dispatcher
+// gathers every rank's tokens and reduce-scatters the outputs back.
 double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
                                double bytes_per_element) {
   if (l.ep <= 1 || m.experts <= 0) return 0;
