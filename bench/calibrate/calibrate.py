@@ -75,6 +75,11 @@ SAC_KEEP = (
 )
 
 
+# torchtitan 83e694105 (2025-07-28, models/llama3/infra/parallelize.py apply_fsdp): the token
+# embeddings become an FSDP unit of their own and [norm, output] one; before, per-block units
+# and the root, the last block not resharded after forward. A workload's `release:` picks.
+TORCHTITAN_EMBEDDING_UNIT = 20250728
+
 # The caching allocator's setting torchtitan's launcher exports.
 EXPANDABLE = "expandable_segments:True"
 
@@ -104,6 +109,17 @@ def read_yaml(path):
     if not isinstance(doc, dict):
         raise RunError(f"{path}: expected a mapping")
     return doc
+
+
+def release_of(folder, w):
+    """workload.yaml's `release:` (2025-08, 2025-08-01 or 20250801) as yyyymmdd, 0 unstated."""
+    v = w.get("release")
+    if v is None:
+        return 0
+    digits = str(v).replace("-", "")
+    if not digits.isdigit() or len(digits) not in (6, 8):
+        raise RunError(f"{folder}/workload.yaml: release {v!r}: expected a date such as 2025-08-01")
+    return int(digits.ljust(8, "0")) if len(digits) == 8 else int(digits) * 100
 
 
 def as_int(folder, layout, key, default):
@@ -157,6 +173,7 @@ class Run:
         if self.task not in ("pretrain", "finetune", "lora", "inference"):
             raise RunError(f"{folder}/workload.yaml: task {self.task!r}: expected pretrain, finetune, lora or "
                            "inference")
+        self.release = release_of(folder, w)
         if self.task == "inference":
             self.read_serving(folder, w)
             return
@@ -360,6 +377,17 @@ def apply_fsdp(run, model, mesh, torch):
     if run.master == "fp32" and run.precision == "bf16":
         kw["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     layers = model.model.layers
+    if run.framework == "torchtitan" and run.release >= TORCHTITAN_EMBEDDING_UNIT:
+        if getattr(model.config, "tie_word_embeddings", False):
+            raise RunError(f"{run.folder}: torchtitan's later wrapping of tied embeddings is not rehearsed")
+        # From 2025-07-28 the embeddings are a unit of their own, resharded after forward like
+        # every block, and [norm, output] one kept gathered for backward.
+        fully_shard(model.model.embed_tokens, **kw)
+        for layer in layers:
+            fully_shard(layer, **kw)
+        fully_shard([model.model.norm, model.lm_head], **{**kw, "reshard_after_forward": False})
+        fully_shard(model, **kw)
+        return
     for i, layer in enumerate(layers):
         # torchtitan keeps the last block unsharded after forward: backward needs it at once.
         fully_shard(layer, **{**kw, "reshard_after_forward": kw["reshard_after_forward"] and i < len(layers) - 1})
@@ -474,6 +502,8 @@ def measure(run, device_name, steps):
             torch.cuda.memory._set_allocator_settings(EXPANDABLE)
         torch.cuda.set_device(0)
         torch.zeros(1, device=device)  # the CUDA context, before anything of the run
+        if LIVE_AT or TRACE_EVENTS:  # diagnostics: where the allocator's blocks came from
+            torch.cuda.memory._record_memory_history(max_entries=2_000_000)
         free0, total = torch.cuda.mem_get_info()
         context_bytes = total - free0
         torch.cuda.reset_peak_memory_stats()
@@ -490,7 +520,7 @@ def measure(run, device_name, steps):
         wrap_checkpoint(run, model, torch)
         if run.dp > 1:
             apply_fsdp(run, model, mesh["dp"], torch)
-        fits, oom_at, local_params = True, None, None
+        fits, oom_at, local_params, generate_trace = True, None, None, None
         started = time.time()
         phase = "setup"
         # Where each phase ends: the bytes still allocated and the peak so far (never reset, so
@@ -510,13 +540,16 @@ def measure(run, device_name, steps):
                     torch.cuda.synchronize()
                     at["seconds"] = round(time.time() - step_started, 4)
                 phases.append(at)
+                if LIVE_AT and at["at"] == LIVE_AT:
+                    live_blocks.extend(live_blocks_now(torch))
+        live_blocks = []
         try:
             materialize(model, device, torch)
             local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
             mark("setup")
             if run.task == "inference":
                 phase = "generate"
-                serve(run, model, config, device, torch)
+                generate_trace = serve(run, model, config, device, torch)
                 mark("done")
                 steps = 1
             else:
@@ -546,6 +579,12 @@ def measure(run, device_name, steps):
             record["oom"] = oom_at
         if phases:
             record["phases"] = phases
+        if generate_trace:
+            record["generate_trace"] = generate_trace
+        if live_blocks:
+            record["live_blocks"] = live_blocks
+        if cuda and TRACE_EVENTS:
+            record["allocator_events"] = allocator_events(torch)
         if cuda and run.framework == "torchtitan":
             # What the allocator did, not only what it was asked: a segment it mapped expandably.
             record["allocator"] = EXPANDABLE
@@ -566,12 +605,47 @@ def measure(run, device_name, steps):
                 "gpu": props.name, "gpu_total_bytes": total,
                 "cuda": torch.version.cuda, "driver": _driver(),
             })
+            # How the reserve came about: the allocator's own counters at the end of the run.
+            stats = torch.cuda.memory_stats()
+            record["allocator_stats"] = {k: stats.get(k) for k in (
+                "segment.all.peak", "segment.large_pool.peak", "inactive_split_bytes.all.peak",
+                "inactive_split_bytes.large_pool.peak", "num_alloc_retries", "num_device_alloc",
+                "num_device_free", "requested_bytes.all.peak") if k in stats}
         record["torch"] = torch.__version__
         import transformers
         record["transformers"] = transformers.__version__
         return record
     finally:
         dist.destroy_process_group()
+
+
+# Diagnostics, off unless set: CALIBRATE_LIVE_AT="step 1 forward" (a phase mark) lists the
+# blocks of 64 MiB and more alive at that mark with the Python frames that allocated them;
+# CALIBRATE_TRACE_EVENTS=1 keeps the allocator's whole event trace ([action, bytes], in order),
+# which a model of the caching allocator can be replayed against.
+LIVE_AT = os.environ.get("CALIBRATE_LIVE_AT", "")
+TRACE_EVENTS = os.environ.get("CALIBRATE_TRACE_EVENTS", "") == "1"
+
+
+def live_blocks_now(torch):
+    out = []
+    for seg in torch.cuda.memory._snapshot()["segments"]:
+        for b in seg["blocks"]:
+            if b["state"] == "active_allocated" and b["size"] >= 64 << 20:
+                frames = [f"{os.path.basename(f['filename'])}:{f['line']} {f['name']}" for f in b.get("frames", [])
+                          if f["filename"].endswith(".py") and ("torch/" not in f["filename"] or "fsdp" in f["filename"])][:8]
+                out.append({"bytes": b["size"], "frames": frames})
+    return sorted(out, key=lambda b: -b["bytes"])
+
+
+def allocator_events(torch):
+    keep = {"alloc": "a", "free_completed": "f", "segment_alloc": "S", "segment_free": "F", "oom": "o"}
+    events = []
+    for dev in torch.cuda.memory._snapshot()["device_traces"]:
+        for e in dev:
+            if e["action"] in keep:
+                events.append([keep[e["action"]], e["size"], e["addr"]])
+    return events
 
 
 def _driver():
@@ -581,6 +655,16 @@ def _driver():
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def stamp_torch(path, version):
+    """Says in workload.yaml which PyTorch ran it, as MAJOR.MINOR (2.11.0+cu130 -> "2.11")."""
+    major_minor = ".".join(version.split("+")[0].split(".")[:2])
+    with open(path) as f:
+        lines = [l for l in f.read().splitlines() if not l.startswith("torch:")]
+    lines.append(f'torch: "{major_minor}"')
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def write_record(run, record, out_dir):
@@ -596,6 +680,8 @@ def write_record(run, record, out_dir):
                    "gpu": {"name": record["gpu"], "memory": f"{record['gpu_total_bytes'] // (1 << 20)} MiB"}}
         with open(os.path.join(tmp, "cluster.yaml"), "w") as f:
             yaml.safe_dump(cluster, f, sort_keys=False)
+    if record.get("torch"):  # the PyTorch it ran on: FSDP2's root behaves by version
+        stamp_torch(os.path.join(tmp, "workload.yaml"), record["torch"])
     truth = {
         "id": run.id,
         "source": "bench/calibrate/calibrate.py, rank 0 under torch's fake process group of world size "
@@ -618,14 +704,29 @@ def write_record(run, record, out_dir):
 
 
 def serve(run, model, config, device, torch):
+    """Greedy generation; returns the allocator's figures as each token is chosen (after the
+    prefill's forward, then every 16th token and the last): [tokens in the cache, allocated,
+    reserved, peak allocated so far, peak reserved so far], how the reserve grows as the cache does."""
     model.eval()
     ids = torch.randint(0, config.vocab_size, (run.batch, run.prompt), device=device)
+    trace = []
+    cuda = device.type == "cuda"
+
+    class Trace:  # a logits processor: generate calls it once per token, after the forward
+        def __call__(self, input_ids, scores):
+            n = input_ids.shape[1] - run.prompt
+            if cuda and (n % 16 == 0 or n == run.gen - 1):
+                trace.append([int(input_ids.shape[1]), torch.cuda.memory_allocated(), torch.cuda.memory_reserved(),
+                              torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()])
+            return scores
+    from transformers import LogitsProcessorList
     with torch.no_grad():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=max(1, run.gen),
                              min_new_tokens=max(1, run.gen), do_sample=False, use_cache=True,
-                             pad_token_id=0, eos_token_id=None)
+                             pad_token_id=0, eos_token_id=None, logits_processor=LogitsProcessorList([Trace()]))
     if out.shape[1] != run.prompt + max(1, run.gen):
         raise RunError(f"{run.folder}: generate returned {out.shape[1]} tokens, expected {run.prompt + run.gen}")
+    return trace
 
 
 def measure_in_child(folder, args):

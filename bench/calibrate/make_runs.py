@@ -74,6 +74,12 @@ RUNS = [
     ("l8b-hf-lora-amp-s2k-b4-full", "l8b", "hf", 1, 1, 4, 2048, "full",
      {"task": "lora", "lora": {"rank": 8, "targets": ["q_proj", "v_proj"]}}),
     ("l8b-hf-amp-s2k-b1-oom", "l8b", "hf", 1, 1, 1, 2048, "full", {"task": "finetune"}),
+    # torchtitan's wrapping from 2025-07-28 (release: stated): embeddings a unit of their own,
+    # [norm, output] another, every block resharded after forward.
+    ("l8b-tt-fsdp8-s8k-b2-full-r2508", "l8b", "torchtitan", 8, 1, 2, 8192, "full", {"release": "2025-08"}),
+    ("l8b-tt-fsdp8-s4k-b1-none-r2508", "l8b", "torchtitan", 8, 1, 1, 4096, "none", {"release": "2025-08"}),
+    ("q8b-tt-fsdp8-s4k-b2-sel-r2508", "q8b", "torchtitan", 8, 1, 2, 4096, "selective", {"release": "2025-08"}),
+    ("l70b-tt-fsdp64-s8k-b1-full-r2508", "l70b", "torchtitan", 64, 1, 1, 8192, "full", {"release": "2025-08"}),
     # Other dense families.
     ("q8b-tt-fsdp8-s4k-b2-sel", "q8b", "torchtitan", 8, 1, 2, 4096, "selective", {}),
     ("q8b-tt-fsdp4-tp2-s4k-b2-full", "q8b", "torchtitan", 4, 2, 2, 4096, "full", {}),

@@ -97,10 +97,12 @@ def main():
                          "framework=hf,dp=1,tp=1,batch=2")
         tied_fsdp = make_run(src, "tiny-tied-fsdp8", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
                              "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full")
+        later = make_run(src, "tiny-fsdp8-r2508", TINY_LLAMA, pretrain + "release: 2025-08\n",
+                         "framework=torchtitan,dp=8,zero=3,mbs=1,ac=none")
         out = os.path.join(tmp, "out")
-        p = subprocess.run([py, calibrate, two_d, lora, moe, serve, tied_fsdp, "--device", "cpu", "--steps", "1", "--json",
-                            "--out", out], capture_output=True, text=True)
-        check(p.returncode == 0, f"five CPU runs exit 0 ({p.stderr.strip()[-400:]})")
+        p = subprocess.run([py, calibrate, two_d, lora, moe, serve, tied_fsdp, later, "--device", "cpu", "--steps", "1",
+                            "--json", "--out", out], capture_output=True, text=True)
+        check(p.returncode == 0, f"six CPU runs exit 0 ({p.stderr.strip()[-400:]})")
         got = {}
         for line in p.stdout.splitlines():
             if line.startswith("{"):
@@ -125,7 +127,12 @@ def main():
         # Tied: the head is the embedding, counted once: 1,705,216 - 262,144 = 1,443,072 over 8.
         check(got.get("tiny-tied-fsdp8", {}).get("local_params") == 1443072 // 8,
               f"a tied model holds its embedding once, 180,384 per rank (got {got.get('tiny-tied-fsdp8', {}).get('local_params')})")
-        check(all(r.get("fits") for r in got.values()) and len(got) == 5, "all five ran")
+        # torchtitan's wrapping from 2025-07-28 (embeddings, blocks, [norm, output], root):
+        # the same eighth of every parameter, 1,705,216 / 8.
+        check(got.get("tiny-fsdp8-r2508", {}).get("local_params") == 1705216 // 8,
+              f"the later torchtitan wrapping shards all 1,705,216 parameters eight ways "
+              f"(got {got.get('tiny-fsdp8-r2508', {}).get('local_params')})")
+        check(all(r.get("fits") for r in got.values()) and len(got) == 6, "all six ran")
         # --fork runs each from one process that imported torch and transformers once: the
         # same runs, the same shares, each step timed.
         tied_hf = make_run(src, "tiny-tied-hf", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
