@@ -28,6 +28,12 @@ constexpr int32_t kTorchtitanPpMicrobatchSize = 20250407;
 // are an FSDP unit of their own, resharded after forward, and [norm, output] one kept gathered;
 // before, the root held embeddings, norm and head from forward to backward.
 constexpr int32_t kTorchtitanEmbeddingUnit = 20250728;
+// PyTorch PR 154704 (in nightlies from 2025-06-06, released in 2.8): fully_shard's root honours
+// an explicit reshard_after_forward=True, where it had always kept its params gathered for
+// backward (_fsdp_state.py _lazy_init; PR 155319 keeps that only when the flag is left unset).
+// torchtitan runs on nightlies, so its release date implies it; elsewhere `torch:` says.
+constexpr int32_t kTorchRootReshardNightly = 20250606;
+constexpr int32_t kTorchRootReshardVersion = 208;
 
 // PyTorch DDP bucket_cap_mb default: 25 MiB (torch/nn/parallel/distributed.py).
 constexpr int64_t kDdpBucketBytes = 25LL * 1024 * 1024;

@@ -84,7 +84,8 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
 }  // namespace
 
 std::string_view PoolName(Pool p) {
-  return p == Pool::kTorch ? "torch" : p == Pool::kNonTorch ? "non-torch" : p == Pool::kPaged ? "paged" : "host";
+  return p == Pool::kTorch ? "torch" : p == Pool::kNonTorch ? "non-torch" : p == Pool::kPaged ? "paged"
+         : p == Pool::kCached ? "cached" : "host";
 }
 
 std::string_view PhaseName(Phase p) {
@@ -126,7 +127,7 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 // - Recomputation allocates in backward what the forward did not (a layer run again beside
 //   the activation gradients), so the blocks the loss and the logits' gradients free are
 //   split for smaller requests, and the next step's loss asks for fresh segments:
-//   1.04-1.49, median 1.25 (n=29: torchtitan full and selective, HF and torchtune full).
+//   1.04-1.49, median 1.25 (n=34: torchtitan full and selective, HF and torchtune full).
 // - Without it each step repeats the last one's requests and reuses its blocks: 1.03-1.04 on
 //   one GPU (n=3). Under FSDP2, its all-gather and reduce-scatter streams keep pools of their
 //   own beside: 1.09-1.18 (n=2).
@@ -158,10 +159,14 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
 
 PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   PhaseUsage u;
-  int64_t rounded = 0, non_torch = 0;
+  int64_t rounded = 0, non_torch = 0, freed_kept = 0;
   for (const MemoryTerm& t : s.terms) {
     if (p < t.first || p > t.last) continue;
     if (t.pool == Pool::kPaged || t.pool == Pool::kHost) continue;
+    if (t.pool == Pool::kCached) {
+      freed_kept += t.bytes;
+      continue;
+    }
     if (t.pool == Pool::kNonTorch) {
       non_torch += t.bytes;
       continue;
@@ -172,6 +177,7 @@ PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   }
   const int64_t needed = static_cast<int64_t>(static_cast<double>(rounded) * (1 + a.fragmentation));
   int64_t cached = static_cast<int64_t>(static_cast<double>(rounded) * (1 + std::max(a.fragmentation, a.cache_growth)));
+  cached = std::max(cached, rounded + freed_kept);
   if (a.capacity_bytes > 0) cached = std::min(cached, a.capacity_bytes - non_torch);
   u.reserved = std::max(needed, cached);
   u.device = u.reserved + non_torch;

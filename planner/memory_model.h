@@ -30,6 +30,9 @@ enum class Pool {
   kPaged,    // CUDA unified memory (bitsandbytes paged optimizers): outside torch's allocator,
              // evicted to host memory under pressure, so it never decides a fit
   kHost,     // offloaded to pinned host memory (activation offloading): listed, never on the GPU
+  kCached,   // freed, but kept by the caching allocator: in max_memory_reserved and nvidia-smi,
+             // not allocated, and released (empty_cache, retry) before an allocation fails,
+             // so it never decides a fit
 };
 std::string_view PoolName(Pool p);
 

@@ -203,9 +203,21 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // (tied ones are the head, and stay).
   const bool own_unit = s.first && !ctx.r.root_keeps_embeddings && !ctx.m.tied_embeddings;
   const double embeddings = own_unit ? static_cast<double>(FirstStageExtraParams(ctx.m)) / l.tp : 0;
-  Add(out, "root_unsharded_params", wb * (static_cast<double>(s.root_params) - embeddings), Phase::kForward, Phase::kBackward,
-      ctx.r.root_keeps_embeddings ? "FSDP2 root module keeps its gathered params from forward to backward"
-                                  : "FSDP keeps the gathered norm and head from forward to backward; the embeddings reshard");
+  const double root = wb * (static_cast<double>(s.root_params) - embeddings);
+  if (ctx.r.root_reshards_after_forward) {
+    Add(out, "root_unsharded_params", root, Phase::kForward, Phase::kForward,
+        "FSDP2 root gathered through forward and resharded after it (reshard_after_forward=True, honoured from torch 2.8)");
+    Add(out, "root_regathered_params", root, Phase::kBackward, Phase::kBackward,
+        "FSDP2 root gathered again when backward reaches its output, after the loss's backward");
+  } else {
+    Add(out, "root_unsharded_params", root, Phase::kForward, Phase::kBackward,
+        ctx.r.root_keeps_embeddings ? "FSDP2 root module keeps its gathered params from forward to backward"
+                                    : "FSDP keeps the gathered norm and head from forward to backward; the embeddings reshard");
+  }
+  // Forward and backward price it among the gathered units; between them it is extra.
+  if (ctx.r.last_unit_kept)
+    Add(out, "last_unit_kept", unit, Phase::kLoss, Phase::kLossBackward,
+        "torchtitan before 2025-07-28 leaves the last block gathered after forward (its backward runs first)");
   // torchtitan's pipeline schedules turn gradient sync off until the last micro-batch, so
   // FSDP2 accumulates unsharded gradients in reduce_dtype (fp32): 4 B per stage param
   // (memory-model.md 3.2, "gradient accumulation without sync").

@@ -204,12 +204,28 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   // torchtitan's FSDP without pipeline parallelism: from 2025-07-28 the embeddings are a unit
   // of their own, resharded after forward, and only norm and head stay gathered for
   // backward. Unstated, the older wrapping holds more, so it is the default.
-  if (TorchtitanItself(l) && l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1) {
+  //
+  // Both torchtitan's earlier wrapping and torchtune's pass reshard_after_forward=True to the
+  // root too. PyTorch before 2.8 kept the root gathered regardless; from 2.8 the root's
+  // embeddings, norm and head are freed after forward and gathered again once the loss's
+  // backward has run, so the loss's backward holds none of them. torchtitan's earlier wrapping
+  // also leaves its last block gathered from forward to backward.
+  const bool fsdp_root = l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1;
+  const bool torch_reshards_root = w.torch_version >= defaults::kTorchRootReshardVersion;
+  if (TorchtitanItself(l) && fsdp_root) {
     r.root_keeps_embeddings = !ReleaseAtLeast(w, defaults::kTorchtitanEmbeddingUnit);
-    if (w.release == 0)
-      assume("FSDP root: embeddings, norm and head gathered from forward to backward (torchtitan before 2025-07-28; "
-             "later releases reshard the embeddings after forward as a unit of their own: say release: with the date "
-             "of yours)");
+    r.last_unit_kept = r.root_keeps_embeddings;
+    r.root_reshards_after_forward =
+        r.root_keeps_embeddings && (torch_reshards_root || ReleaseAtLeast(w, defaults::kTorchRootReshardNightly));
+    if (w.release == 0 && !r.root_reshards_after_forward)
+      assume("FSDP root: embeddings, norm and head gathered from forward to backward (torchtitan before 2025-07-28 "
+             "on PyTorch before 2.8; later releases reshard the embeddings after forward as a unit of their own: say "
+             "release: with the date of yours, and torch: with PyTorch's version)");
+  } else if (l.stack == Stack::kTorchtune && fsdp_root) {
+    r.root_reshards_after_forward = torch_reshards_root;
+    if (w.torch_version == 0)
+      assume("FSDP root: embeddings, norm and head gathered from forward to backward (PyTorch before 2.8; from 2.8 "
+             "torchtune's root reshards after forward: say torch: with PyTorch's version)");
   }
 
   if (w.loss != LossKind::kAuto) {

@@ -30,6 +30,11 @@ struct TrainingRecipe {
                                      // sqrt(exp_avg_sq) spans every local param at the step
   bool root_keeps_embeddings = true; // FSDP's root keeps the gathered embeddings from forward to
                                      // backward beside the head (torchtitan before 2025-07-28)
+  bool root_reshards_after_forward = false;  // FSDP2's root frees its gathered params after forward
+                                     // and gathers them again when backward reaches it (torch 2.8+
+                                     // with an explicit reshard_after_forward=True on the root)
+  bool last_unit_kept = false;       // the last block stays gathered from forward to its backward
+                                     // (torchtitan before 2025-07-28)
 };
 
 // What vLLM's startup profile runs before it sizes the KV pool: a forward over `tokens`

@@ -177,6 +177,27 @@ int32_t ParseRelease(std::string_view s) {
   return year * 10000 + month * 100 + day;
 }
 
+int32_t ParseTorchVersion(std::string_view s) {
+  // MAJOR.MINOR, then anything (a patch number, a local tag such as +cu130).
+  size_t i = 0;
+  auto number = [&](int* v) {
+    const size_t from = i;
+    *v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - from < 3) *v = *v * 10 + (s[i++] - '0');
+    return i > from;
+  };
+  int major = 0, minor = 0;
+  if (!number(&major) || i >= s.size() || s[i++] != '.' || !number(&minor)) return 0;
+  if (i < s.size() && s[i] != '.' && s[i] != '+' && s[i] != 'a' && s[i] != 'd' && s[i] != 'r') return 0;
+  if (major < 1 || major > 9 || minor > 99) return 0;
+  return major * 100 + minor;
+}
+
+std::string TorchVersionName(int32_t version) {
+  if (version <= 0) return "";
+  return std::to_string(version / 100) + "." + std::to_string(version % 100);
+}
+
 std::string ReleaseName(int32_t release) {
   if (release <= 0) return "";
   auto two = [](int v) { return std::string(v < 10 ? "0" : "") + std::to_string(v); };

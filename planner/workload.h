@@ -107,6 +107,9 @@ struct Workload {
   // was given (it then sorts before every dated release of that month); 0 = not stated. Picks
   // the defaults that changed between releases (ReleaseAtLeast below).
   int32_t release = 0;
+  // The PyTorch the run used, as major x 100 + minor (2.8 -> 208); 0 = not stated. FSDP2's
+  // root module changed under it (RootReshardsAfterForward in recipe.h).
+  int32_t torch_version = 0;
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 
@@ -145,5 +148,9 @@ std::string ReleaseName(int32_t release);
 // Whether the workload states a release and it is that date or later; an unstated one
 // answers false, so callers keep the older behaviour, which they document.
 inline bool ReleaseAtLeast(const Workload& w, int32_t date) { return w.release > 0 && w.release >= date; }
+// "2.8", "2.8.0" or "2.11.0+cu130" as Workload::torch_version (0 when malformed);
+// TorchVersionName inverts it ("2.11").
+int32_t ParseTorchVersion(std::string_view s);
+std::string TorchVersionName(int32_t version);
 
 }  // namespace shardplan

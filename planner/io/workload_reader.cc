@@ -184,6 +184,13 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
       return doc.ErrorAt(root["release"], "release: expected the framework release's date as YYYY-MM or YYYY-MM-DD "
                                           "(such as 2025-06 or 2025-06-13), got \"" + *release + "\"");
   }
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> torch, doc.String(root, "torch"));
+  if (torch) {
+    w.torch_version = ParseTorchVersion(*torch);
+    if (w.torch_version == 0)
+      return doc.ErrorAt(root["torch"], "torch: expected PyTorch's version as MAJOR.MINOR (such as \"2.8\" or 2.11.0+cu130), "
+                                        "got \"" + *torch + "\"");
+  }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
   if (paged) {
     Setting p = Setting::kAuto;
@@ -231,7 +238,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                             "paged_optimizer", "activation_offload", "loss", "compile",
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
-                                            "optim_args", "galore_rank"};
+                                            "optim_args", "galore_rank", "torch"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -313,6 +320,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
+  if (w.torch_version > 0) out += p + "torch: \"" + TorchVersionName(w.torch_version) + "\"\n";
   std::string dropout;
   if (w.lora.dropout > 0) dropout = ", dropout: " + ShortestNumber(w.lora.dropout);
   out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]" + dropout + "}\n";

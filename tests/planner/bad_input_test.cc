@@ -761,6 +761,25 @@ TEST(Workload, Release) {
       << rejected;
 }
 
+// PyTorch's version reads as MAJOR.MINOR whatever follows (a patch, a local tag); unquoted,
+// YAML's 2.10 is still "2.10". A malformed one is refused at its line; a plan file carries it.
+TEST(Workload, TorchVersion) {
+  EXPECT_EQ(ParseTorchVersion("2.8"), 208);
+  EXPECT_EQ(ParseTorchVersion("2.11.0+cu130"), 211);
+  EXPECT_EQ(ParseTorchVersion("2.10.0"), 210);
+  EXPECT_EQ(ParseTorchVersion("2.9.0a0+git1234"), 209);
+  for (const char* bad : {"2", "two.eight", "2.", ".8", "2.8x", "2.1000", ""}) EXPECT_EQ(ParseTorchVersion(bad), 0) << bad;
+  EXPECT_EQ(TorchVersionName(211), "2.11");
+  auto w = ReadWorkload("task: pretrain\ntorch: 2.10\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->torch_version, 210);
+  auto back = ReadBack(*w);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *w);
+  const std::string rejected = WorkloadError("task: pretrain\ntorch: latest\n");
+  EXPECT_NE(rejected.find("w.yaml:2:8: torch: expected PyTorch's version as MAJOR.MINOR"), std::string::npos) << rejected;
+}
+
 // Other names for the same settings (Megatron's seq_length and global_batch_size, LLaMA-
 // Factory's cutoff_len, a config's dtype) read as ours; one setting given twice, or a layout
 // setting put in the workload, is refused at its line.

@@ -443,6 +443,39 @@ TEST(Inference, TransformersGenerateSizesThePrefill) {
   EXPECT_EQ(Term(decode, "activation_workspace"), 131072 / 32 / 2 * (16 + 4096));
 }
 
+// generate's first decode step copies the prompt's keys and values into one-token-longer
+// tensors and frees the old ones; the caching allocator keeps the freed blocks, so the reserve
+// holds the prompt's cache twice beside the weights. Llama-2-13B in fp16, 8 x 4,096 prompt
+// tokens + 256 generated, on one H100 (bench/data/calibration/l13b-gen-b8-p4k-g256-fp16):
+// max_memory_reserved 73.05 GiB. The kept blocks count in the reserve, never in the fit; a
+// one-token generation never decodes.
+TEST(Inference, TransformersGenerateKeepsThePromptCacheTwice) {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  const ModelSpec m = Model("llama-2-13b");
+  Workload w;
+  w.task = Task::kInference;
+  w.inference.engine = ServingEngine::kTransformers;
+  w.inference.weights = Dtype::kFp16;
+  w.inference.kv_cache = Dtype::kFp16;
+  w.inference.batch = 8;
+  w.inference.prompt_len = 4096;
+  w.inference.gen_len = 256;
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  const int64_t per_token = 2LL * 40 * 5120 * 2;  // K and V, 40 layers, 40 x 128 wide, fp16
+  const int64_t prompt = per_token * 8 * 4096;
+  const int64_t kept = 2 * prompt - Term(e, "kv_cache") - Term(e, "activation_workspace");
+  EXPECT_EQ(Term(e, "kv_cache"), per_token * 8 * (4096 + 256));
+  EXPECT_NEAR(static_cast<double>(Term(e, "kv_cache_prompt_freed")), static_cast<double>(kept), 1.0);
+  EXPECT_NEAR(ToGiB(e.fullest().reserved_peak), 73.05, 0.03 * 73.05);
+  EXPECT_LT(e.fullest().required_peak, e.fullest().reserved_peak);
+  w.inference.gen_len = 1;
+  const MemoryEstimate once = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
+  EXPECT_EQ(Term(once, "kv_cache_prompt_freed"), 0);
+  EXPECT_LT(once.fullest().required_peak, e.fullest().required_peak);
+  EXPECT_LT(once.fullest().reserved_peak, e.fullest().reserved_peak - kept / 2);
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
@@ -518,7 +551,8 @@ TEST(Activations, TorchtitanSelectiveKeepsTheRowParallelPartialSums) {
 TEST(Activations, TorchtitanSelectiveRecomputesGroupedExperts) {
   const ClusterSpec c = Cluster("dgx-h100", 4);
   const ModelSpec m = Model("qwen3-30b-a3b");
-  const Workload w = Train(8192, 32);
+  Workload w = Train(8192, 32);
+  w.torch_version = 211;  // as measured
   const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=32,zero=3,mbs=1,ac=selective"), c);
   EXPECT_NEAR(static_cast<double>(e.fullest().allocated_peak) / 36444369408.0, 1.0, 0.03);
 }
@@ -709,7 +743,8 @@ TEST(Peaks, AllocatedReservedDeviceAreOrdered) {
 TEST(Peaks, TheLossBackwardPeaksApartFromTheLayers) {
   const ModelSpec m = Model("llama-3.1-8b");
   const ClusterSpec c = Cluster("dgx-h100");
-  const Workload w = Train(8192, 16);
+  Workload w = Train(8192, 16);
+  w.torch_version = 211;  // as measured: the FSDP root reshards after forward
   const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=8,zero=3,mbs=2,ac=full"), c);
   const StageMemory& s = e.fullest();
   EXPECT_EQ(UsageAt(s, Phase::kLossBackward, e.allocator).allocated, s.allocated_peak);

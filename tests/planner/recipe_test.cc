@@ -117,6 +117,48 @@ TEST(Recipe, TorchtitanEmbeddingsReshardFrom2025_07_28) {
   EXPECT_FALSE(Assumes(assumed, "FSDP root:"));
 }
 
+// PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
+// earlier wrapping and torchtune both pass: the embeddings, norm and head are gathered through
+// forward, freed, and gathered again when backward reaches the root, after the loss's backward.
+// torchtitan's earlier wrapping leaves its last block gathered between. Our H100 records
+// (bench/data/calibration, torch 2.11) measure torchtune's Llama-3.1-8B over FSDP 8 at
+// 2 x 4,096 tokens, full recomputation, at 14.71 GiB allocated, and torchtitan's at 2 x 8,192
+// at 39.68 GiB.
+TEST(Recipe, Torch28ReshardsTheFsdpRootAfterForward) {
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = DgxH100();
+  const int64_t root = (2 * 128256LL * 4096 + 4096) * 2, block = 218112000LL * 2;
+  const std::string tune_layout = "framework=torchtune,dp=8,zero=3,mbs=2,ac=full";
+  const std::string tune = "task: finetune\nprecision: bf16\nmaster_weights: none\nloss: chunked\nseq_len: 4096\n"
+                           "global_batch: 16\n";
+  const MemoryEstimate old_torch = Estimate(m, Recipe(tune), c, tune_layout);
+  const MemoryEstimate new_torch = Estimate(m, Recipe(tune + "torch: \"2.11\"\n"), c, tune_layout);
+  ASSERT_NE(Find(new_torch, "root_regathered_params"), nullptr);
+  EXPECT_EQ(Find(new_torch, "root_unsharded_params")->last, Phase::kForward);
+  EXPECT_EQ(Find(new_torch, "root_regathered_params")->first, Phase::kBackward);
+  EXPECT_EQ(Term(new_torch, "root_regathered_params"), root);
+  EXPECT_EQ(Find(old_torch, "root_unsharded_params")->last, Phase::kBackward);
+  EXPECT_EQ(UsageAt(old_torch.fullest(), Phase::kLossBackward, {}).allocated -
+                UsageAt(new_torch.fullest(), Phase::kLossBackward, {}).allocated,
+            root);
+  EXPECT_NEAR(ToGiB(new_torch.fullest().allocated_peak), 14.71, 0.03 * 14.71);
+
+  const std::string titan_layout = "framework=torchtitan,dp=8,zero=3,mbs=2,ac=full";
+  const std::string titan = "task: pretrain\nseq_len: 8192\nglobal_batch: 16\n";
+  const MemoryEstimate titan_new_torch = Estimate(m, Recipe(titan + "torch: \"2.11\"\n"), c, titan_layout);
+  EXPECT_EQ(Term(titan_new_torch, "last_unit_kept"), block);
+  EXPECT_EQ(Find(titan_new_torch, "last_unit_kept")->first, Phase::kLoss);
+  EXPECT_NEAR(ToGiB(titan_new_torch.fullest().allocated_peak), 39.68, 0.03 * 39.68);
+  // torchtitan's own release dates its nightly PyTorch; from 2025-07-28 the root holds nothing.
+  const MemoryEstimate june = Estimate(m, Recipe(titan + "release: \"2025-06-20\"\n"), c, titan_layout);
+  EXPECT_NE(Find(june, "root_regathered_params"), nullptr);
+  const MemoryEstimate may = Estimate(m, Recipe(titan + "release: \"2025-05\"\n"), c, titan_layout);
+  EXPECT_EQ(Find(may, "root_regathered_params"), nullptr);
+  const MemoryEstimate august = Estimate(m, Recipe(titan + "release: \"2025-08\"\ntorch: \"2.8\"\n"), c, titan_layout);
+  EXPECT_EQ(Term(august, "last_unit_kept"), 0);
+  EXPECT_EQ(Find(august, "root_regathered_params"), nullptr);
+}
+
 // torchtune README, "Optimization flags" table (Llama 3.2 3B, full_finetune_single_device,
 // batch 2, packed to 4096 tokens, bf16, A100 80GB, each row adding a technique): Peak
 // Memory Active 51.0 GiB with torch.compile, 24.9 GiB after chunked cross-entropy and
@@ -399,9 +441,13 @@ TEST(Recipe, TorchtitanCompiledLossMatchesItsH200Benchmark) {
   bool said = false;
   for (const std::string& a : assumed) said = said || a.find("say release: with the date of yours, or loss: compiled") != std::string::npos;
   EXPECT_TRUE(said);
-  // The benchmark's own release (torchtitan e7c0cae, 2025-06-11) says the same as loss: compiled.
+  // The benchmark's own release (torchtitan e7c0cae, 2025-06-11) compiles the loss too; its
+  // nightly PyTorch also reshards the FSDP root after forward, which leaves the loss's
+  // backward a little less.
   const Workload dated = Recipe(base + "release: 2025-06-11\n");
-  EXPECT_EQ(Estimate(m, dated, c, layout).fullest().reserved_peak / static_cast<double>(kGiB), compiled);
+  const double dated_reserved = Estimate(m, dated, c, layout).fullest().reserved_peak / static_cast<double>(kGiB);
+  EXPECT_LE(dated_reserved, compiled);
+  EXPECT_GE(dated_reserved, 47.96 * 0.97);
   EXPECT_EQ(ResolveRecipe(m, dated, *l).loss, LossKind::kCompiled);
   EXPECT_EQ(ResolveRecipe(m, Recipe(base + "release: 2025-04\n"), *l).loss, LossKind::kStandard);  // before 04-02
 }
