@@ -17,7 +17,9 @@ sizes; the collectives return uninitialised buffers of the right size instead of
 data. What that leaves out is listed in every record (LEFT_OUT).
 
 What it runs, per framework (the layout's `framework=`):
-- torchtitan: fully_shard per decoder layer and on the root; fp32 parameters with bf16
+- torchtitan: fully_shard per decoder layer and on the root (from `release: 2025-07-28` the
+  embeddings and [norm, output] as units of their own); a Llama at one TP rank runs
+  torchtitan's own block (torchtitan_code), other models transformers'; fp32 parameters with bf16
   compute and fp32 gradient reduction (MixedPrecisionPolicy), or pure bf16 with
   `master_weights: none`; tensor parallelism with sequence parallelism (torchtitan always
   shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel); the caching
@@ -261,6 +263,68 @@ def build_model(run, torch, device):
     if run.lora_rank:
         add_lora(run, model, torch, torch.float32 if run.framework == "hf" else None)
     return model, config
+
+
+def runs_torchtitan_code(run):
+    """torchtitan's own Llama 3 block stands in for transformers' where the harness can put it:
+    a dense llama model_type, one TP rank (the TP plan shards transformers' norms)."""
+    return (run.framework == "torchtitan" and run.config.get("model_type") == "llama" and run.tp == 1
+            and run.task != "inference" and not run.lora_rank)
+
+
+def torchtitan_code(model, config, device, torch):
+    """Gives every decoder layer the computation of torchtitan's Llama 3 block (torchtitan
+    83e694105, models/llama3/model/model.py and models/attention.py), on transformers' own
+    modules and weights, so that autograd saves what torchtitan's code saves: nn.RMSNorm's
+    fused rms_norm in the input's dtype (transformers upcasts to fp32 and keeps both), rotary
+    embeddings as fp32 complex products, K and V repeated to every head before SDPA with the
+    flash, memory-efficient and math kernels in that order, and the same gated MLP."""
+    F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backends = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    theta = float(getattr(config, "rope_theta", 10000.0))
+    freqs = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=device)[: head_dim // 2].float() / head_dim))
+    table = {}
+
+    def freqs_cis(seqlen):
+        if seqlen not in table:
+            angles = torch.outer(torch.arange(seqlen, device=device, dtype=torch.float32), freqs)
+            table[seqlen] = torch.polar(torch.ones_like(angles), angles)
+        return table[seqlen]
+
+    def rotary(x, f):
+        x_ = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+        return torch.view_as_real(x_ * f.view(1, x.shape[1], 1, x_.shape[-1])).flatten(3).type_as(x)
+
+    def repeat(x, n):
+        if n == 1:
+            return x
+        bs, slen, heads, dim = x.shape
+        return x.unsqueeze(3).expand(bs, slen, heads, n, dim).reshape(bs, slen, heads * n, dim)
+
+    def attention(self, hidden_states, **kw):
+        bs, seqlen, _ = hidden_states.shape
+        xq = self.q_proj(hidden_states).view(bs, seqlen, -1, head_dim)
+        xk = self.k_proj(hidden_states).view(bs, seqlen, -1, head_dim)
+        xv = self.v_proj(hidden_states).view(bs, seqlen, -1, head_dim)
+        f = freqs_cis(seqlen)
+        xq, xk = rotary(xq, f), rotary(xk, f)
+        n = xq.shape[2] // xk.shape[2]
+        keys, values = repeat(xk, n), repeat(xv, n)
+        with sdpa_kernel(backends, set_priority=True):
+            out = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2), values.transpose(1, 2),
+                                                 is_causal=True)
+        return self.o_proj(out.transpose(1, 2).contiguous().view(bs, seqlen, -1)), None
+
+    def rms_norm(self, x):
+        return F.rms_norm(x, self.weight.shape, self.weight, self.variance_epsilon)
+
+    for layer in model.model.layers:
+        layer.self_attn.forward = types.MethodType(attention, layer.self_attn)
+        for norm in (layer.input_layernorm, layer.post_attention_layernorm):
+            norm.forward = types.MethodType(rms_norm, norm)
+    model.model.norm.forward = types.MethodType(rms_norm, model.model.norm)
 
 
 def add_lora(run, model, torch, adapter_dtype):
@@ -517,6 +581,10 @@ def measure(run, device_name, steps):
         mesh = init_device_mesh(device.type, (run.dp, run.tp), mesh_dim_names=("dp", "tp")) if world > 1 else None
         if run.tp > 1:
             apply_tp(run, model, mesh["tp"], torch)
+        model_code = "transformers"
+        if runs_torchtitan_code(run):
+            torchtitan_code(model, config, device, torch)
+            model_code = "torchtitan"
         wrap_checkpoint(run, model, torch)
         if run.dp > 1:
             apply_fsdp(run, model, mesh["dp"], torch)
@@ -572,7 +640,8 @@ def measure(run, device_name, steps):
         except getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError) as e:
             fits, oom_at = False, f"{phase}: {str(e).splitlines()[0]}"
         seconds = time.time() - started
-        record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3)}
+        record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3),
+                  "model_code": model_code}
         if step_seconds:
             record["step_seconds"] = step_seconds
         if oom_at:
