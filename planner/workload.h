@@ -108,7 +108,7 @@ struct Workload {
   // the defaults that changed between releases (ReleaseAtLeast below).
   int32_t release = 0;
   // The PyTorch the run used, as major x 100 + minor (2.8 -> 208); 0 = not stated. FSDP2's
-  // root module changed under it (RootReshardsAfterForward in recipe.h).
+  // root module changed under it (TrainingRecipe::root_reshards_after_forward, recipe.h).
   int32_t torch_version = 0;
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference

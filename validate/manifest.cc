@@ -18,8 +18,8 @@ std::vector<Allocation> AllocationsFromTerms(const std::vector<MemoryTerm>& term
   std::vector<Allocation> out;
   for (const MemoryTerm& t : terms) {
     if (t.bytes <= 0) continue;
-    // Paged optimizer states and offloaded activations live in host memory: nothing to
-    // allocate on the device.
+    // Paged optimizer states and offloaded activations live in host memory, and blocks the
+    // caching allocator keeps once freed are no tensor's: nothing to allocate on the device.
     if (t.pool == Pool::kPaged || t.pool == Pool::kHost || t.pool == Pool::kCached) continue;
     // A term of more tensors than bytes cannot be split into non-empty pieces.
     const int64_t count = std::clamp<int64_t>(t.tensors, 1, t.bytes);

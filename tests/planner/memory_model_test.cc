@@ -418,16 +418,28 @@ TEST(Inference, TensorrtLlmFractionOfTheFreeMemory) {
 // generation the decode's cache concatenation, one layer's keys for 4,112 tokens, is larger
 // than the prefill or the 128,256 last-token logits (bf16 and an fp32 copy). Its KV room is
 // the whole card less everything else, where vLLM's is 0.90 of it.
-TEST(Inference, TransformersGenerateSizesThePrefill) {
-  ClusterSpec c = Cluster("dgx-h100");
-  c.gpus_per_node = 1;
-  const ModelSpec m = Model("llama-3.1-8b");
+// transformers' generate on one GPU of a DGX H100: `batch` prompts of `prompt` tokens, `gen`
+// generated.
+Workload Generate(int batch, int64_t prompt, int64_t gen) {
   Workload w;
   w.task = Task::kInference;
   w.inference.engine = ServingEngine::kTransformers;
-  w.inference.batch = 8;
-  w.inference.prompt_len = 2048;
-  w.inference.gen_len = 256;
+  w.inference.batch = batch;
+  w.inference.prompt_len = prompt;
+  w.inference.gen_len = gen;
+  return w;
+}
+
+ClusterSpec OneH100() {
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  return c;
+}
+
+TEST(Inference, TransformersGenerateSizesThePrefill) {
+  const ClusterSpec c = OneH100();
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w = Generate(8, 2048, 256);
   const MemoryEstimate gen = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
   EXPECT_EQ(Term(gen, "activation_workspace"), 8LL * 2048 * (3 * 14336 + 3 * 4096) * 2);
   EXPECT_EQ(Term(gen, "kv_cache"), 131072LL * 8 * (2048 + 256));
@@ -450,17 +462,11 @@ TEST(Inference, TransformersGenerateSizesThePrefill) {
 // max_memory_reserved 73.05 GiB. The kept blocks count in the reserve, never in the fit; a
 // one-token generation never decodes.
 TEST(Inference, TransformersGenerateKeepsThePromptCacheTwice) {
-  ClusterSpec c = Cluster("dgx-h100");
-  c.gpus_per_node = 1;
+  const ClusterSpec c = OneH100();
   const ModelSpec m = Model("llama-2-13b");
-  Workload w;
-  w.task = Task::kInference;
-  w.inference.engine = ServingEngine::kTransformers;
+  Workload w = Generate(8, 4096, 256);
   w.inference.weights = Dtype::kFp16;
   w.inference.kv_cache = Dtype::kFp16;
-  w.inference.batch = 8;
-  w.inference.prompt_len = 4096;
-  w.inference.gen_len = 256;
   const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "tp=1"), c);
   const int64_t per_token = 2LL * 40 * 5120 * 2;  // K and V, 40 layers, 40 x 128 wide, fp16
   const int64_t prompt = per_token * 8 * 4096;
