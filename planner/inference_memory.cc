@@ -96,8 +96,8 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
   }
   const int64_t context = ctx.w.context_len();
   const int64_t kv_tokens = static_cast<int64_t>(std::max(1, l.batch)) * context;
-  const size_t kv_index = out.size();
-  out.push_back({"kv_cache", KvBytesPerToken(ctx, s) * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
+  const int64_t kv_per_token = KvBytesPerToken(ctx, s);
+  out.push_back({"kv_cache", kv_per_token * kv_tokens, std::max(1, s.layers), Phase::kSetup, Phase::kForward,
                  Pool::kTorch, "2 x layers x kv heads/TP x head_dim x dtype per token (vLLM kv_cache_interface.py)"});
   if (const int64_t state = RecurrentStateBytesPerSequence(m, s, l.tp); state > 0)
     out.push_back({"ssm_state", state * std::max(1, l.batch), std::max(1, s.layers), Phase::kSetup, Phase::kForward,
@@ -135,7 +135,7 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
     const double batch = static_cast<double>(std::max(1, l.batch));
     const double logits = s.last ? batch * static_cast<double>(m.vocab) * (2 + 4) : 0;
     const double kv_layers = std::max(1.0, KvLayers(m, s));
-    const double cat = static_cast<double>(KvBytesPerToken(ctx, s)) / kv_layers / 2 * static_cast<double>(kv_tokens);
+    const double cat = static_cast<double>(kv_per_token) / kv_layers / 2 * static_cast<double>(kv_tokens);
     const double workspace = std::max({forward, logits, cat});
     out.push_back({"activation_workspace", static_cast<int64_t>(workspace), 4, Phase::kForward,
                    Phase::kForward, Pool::kTorch,
@@ -152,9 +152,9 @@ void AddInference(const MemoryContext& ctx, const StageShape& s, std::vector<Mem
     // H100 (bench/data/calibration, transformers 5.17) Llama-2-13B in fp16 at 8 x 4,096 tokens
     // opened 35 segments of 4,097 tokens' keys or values at that step, 11.0 GiB, and reserved
     // 73.05 GiB with 24.4 GiB of weights and 25.0 GiB of prompt cache, flat for 255 more tokens.
-    const double prompt_kv = static_cast<double>(KvBytesPerToken(ctx, s)) *
-                             static_cast<double>(std::max(1, l.batch)) * static_cast<double>(ctx.w.inference.prompt_len);
-    const double kept = 2 * prompt_kv - static_cast<double>(out[kv_index].bytes) - workspace;
+    const double prompt_kv = static_cast<double>(kv_per_token) * static_cast<double>(std::max(1, l.batch)) *
+                             static_cast<double>(ctx.w.inference.prompt_len);
+    const double kept = 2 * prompt_kv - static_cast<double>(kv_per_token * kv_tokens) - workspace;
     if (ctx.w.inference.gen_len > 1 && kept > 0)
       out.push_back({"kv_cache_prompt_freed", static_cast<int64_t>(kept), std::max(1, s.layers), Phase::kForward,
                      Phase::kForward, Pool::kCached,

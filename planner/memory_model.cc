@@ -162,11 +162,8 @@ PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   int64_t rounded = 0, non_torch = 0, freed_kept = 0;
   for (const MemoryTerm& t : s.terms) {
     if (p < t.first || p > t.last) continue;
-    if (t.pool == Pool::kPaged || t.pool == Pool::kHost) continue;
-    if (t.pool == Pool::kCached) {
-      freed_kept += t.bytes;
-      continue;
-    }
+    if (t.pool == Pool::kCached) freed_kept += t.bytes;
+    if (!AllocatedOnGpu(t.pool)) continue;
     if (t.pool == Pool::kNonTorch) {
       non_torch += t.bytes;
       continue;

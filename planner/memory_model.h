@@ -35,6 +35,9 @@ enum class Pool {
              // so it never decides a fit
 };
 std::string_view PoolName(Pool p);
+// Whether a term of this pool is memory allocated on the GPU, by PyTorch or by the runtime:
+// what the estimate's allocated and non-torch figures sum and what the validator allocates.
+inline bool AllocatedOnGpu(Pool p) { return p == Pool::kTorch || p == Pool::kNonTorch; }
 
 struct MemoryTerm {
   std::string name;        // stable key used in JSON and by the validator ("parameters", ...)

@@ -330,15 +330,11 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
   if (!w.training() || (l.fixed & kKeyAc) || own_default)
     return {l, EstimateMemory(m, w, l, c, opt)};
   // Where full (and block) recomputation is ruled out, selective is the most there is.
-  const bool no_full = !FullRecomputeAllowed(l);
+  const Recompute most = FullRecomputeAllowed(l) ? Recompute::kFull : Recompute::kSelective;
   for (Recompute ac : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     Layout tried = l;
     tried.ac = ac;
     MemoryEstimate e = EstimateMemory(m, w, tried, c, opt);
-    if (no_full && ac == Recompute::kSelective && !e.fits) {
-      if (note) *note = "ac: selective (not stated; ep_overlap rules out full recomputation, and selective does not fit)";
-      return {tried, std::move(e)};
-    }
     // Megatron recomputes whole blocks for only the first --recompute-num-layers of each
     // stage (--recompute-method block), which NeMo and Megatron-Bridge recipes use: the fewest
     // per stage that fit, before every layer.
@@ -356,13 +352,15 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
         return {tried, std::move(e)};
       }
     }
-    if (!e.fits && ac != Recompute::kFull) continue;
+    if (!e.fits && ac != most) continue;
     if (note && (ac != l.ac || ac != Recompute::kNone))
       *note = "ac: " + std::string(RecomputeName(ac)) +
-              (e.fits ? " (not stated; the least recomputation that fits)" : " (not stated; even full recomputation does not fit)");
+              (e.fits                    ? " (not stated; the least recomputation that fits)"
+               : most == Recompute::kFull ? " (not stated; even full recomputation does not fit)"
+                                          : " (not stated; ep_overlap rules out full recomputation, and selective does not fit)");
     return {tried, std::move(e)};
   }
-  return {l, EstimateMemory(m, w, l, c, opt)};  // not reached: kFull always returns
+  return {l, EstimateMemory(m, w, l, c, opt)};  // not reached: `most` always returns
 }
 
 }  // namespace shardplan

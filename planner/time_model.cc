@@ -565,11 +565,11 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
 // An all-to-all sends a copy of a token to each routed expert, the share bound outside the
 // rank's NVLink domain through its own NIC; DeepEP and HybridEP send one copy per destination
 // GPU inside the domain and one per destination domain across the network (forwarded on
-// NVLink there). arXiv 2603.07685 (Table
-// 7, H100, DeepSeek-V3's hidden 7168 and routing, 4,096 tokens) times these exchanges: the
-// all-to-all dispatch 1265, 5774, 8059 and 9164 us at EP 8, 16, 32 and 64, HybridEP's 661,
-// 1485, 3064 and 4626 us (time_model_test checks both rows). Megatron's allgather dispatcher
-// gathers every rank's tokens and reduce-scatters the outputs back.
+// NVLink there). arXiv 2603.07685 (Table 7, H100, DeepSeek-V3's hidden 7168 and routing,
+// 4,096 tokens) times these exchanges: the all-to-all dispatch 1265, 5774, 8059 and 9164 us at
+// EP 8, 16, 32 and 64, HybridEP's 661, 1485, 3064 and 4626 us (time_model_test checks both
+// rows). Megatron's allgather dispatcher gathers every rank's tokens and reduce-scatters the
+// outputs back.
 double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
                                double bytes_per_element) {
   if (l.ep <= 1 || m.experts <= 0) return 0;

@@ -20,7 +20,7 @@ std::vector<Allocation> AllocationsFromTerms(const std::vector<MemoryTerm>& term
     if (t.bytes <= 0) continue;
     // Paged optimizer states and offloaded activations live in host memory, and blocks the
     // caching allocator keeps once freed are no tensor's: nothing to allocate on the device.
-    if (t.pool == Pool::kPaged || t.pool == Pool::kHost || t.pool == Pool::kCached) continue;
+    if (!AllocatedOnGpu(t.pool)) continue;
     // A term of more tensors than bytes cannot be split into non-empty pieces.
     const int64_t count = std::clamp<int64_t>(t.tensors, 1, t.bytes);
     const int64_t base = t.bytes / count;
