@@ -369,8 +369,12 @@ double OptimizerStateBytes(const MemoryContext& ctx) {
   const bool quantized = QuantizedStates(ctx.w.optimizer);
   // Pure low precision: states are created like the parameters (torch.optim zeros_like), so
   // 32-bit optimizers keep them in bf16; LoRA adapters follow the adapters' dtype.
+  // bitsandbytes does not: its 32-bit classes, which are the only ones that page, allocate
+  // state1 and state2 as float32 whatever the parameter's dtype (Optimizer2State.init_state:
+  // optim_bits 32 -> dtype torch.float32; bitsandbytes/optim/optimizer.py).
   const bool low = ctx.w.lora_like() ? ctx.r.adapter_bytes < 4 : ctx.r.pure_low_precision;
-  return (low && !quantized ? state / 2 : state) + projector;
+  const bool like_params = !quantized && !ctx.r.paged_optimizer;
+  return (low && like_params ? state / 2 : state) + projector;
 }
 
 int DenseShardDegree(const Layout& l) {

@@ -198,6 +198,28 @@ TEST(Recipe, TorchtuneLlama31_8bOn4090) {
   EXPECT_GE(e.per_node_host_bytes, states->bytes);
 }
 
+// torchtune's low-memory Llama-2-7B recipe (7B_full_low_memory: bf16 weights, no master
+// copy, bitsandbytes PagedAdamW) pages 32-bit states: bitsandbytes makes them float32 whatever
+// the parameters' dtype, 8 B per param (6,738,415,616 x 8), where torch's AdamW on the same
+// bf16 weights keeps 4 B.
+TEST(Recipe, PagedAdamW32BitStatesStayFp32UnderPureBf16) {
+  auto m = LoadModel("llama-2-7b");
+  ASSERT_TRUE(m.ok());
+  const std::string base = "task: finetune\nseq_len: 2048\nglobal_batch: 4\nprecision: bf16\noptimizer_in_backward: true\n";
+  const MemoryEstimate paged =
+      Estimate(*m, Recipe(base + "optimizer: paged_adamw_32bit\n"), OneGpu("rtx-4090-24gb"), "framework=torchtune,mbs=4,ac=full");
+  const MemoryEstimate torch_adamw =
+      Estimate(*m, Recipe(base + "optimizer: adamw\n"), OneGpu("a100-sxm-80gb"), "framework=torchtune,mbs=4,ac=full");
+  const MemoryTerm* p = Find(paged, "optimizer_states");
+  const MemoryTerm* t = Find(torch_adamw, "optimizer_states");
+  ASSERT_NE(p, nullptr);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(p->pool, Pool::kPaged);
+  EXPECT_EQ(p->bytes, 6738415616LL * 8);
+  EXPECT_EQ(t->bytes, 6738415616LL * 4);
+  EXPECT_GE(paged.per_node_host_bytes, p->bytes);  // backed by host memory
+}
+
 // LOMO (Lv et al. 2023, "Full Parameter Fine-tuning for Large Language Models with Limited
 // Resources", Table 1, LLaMA-7B): parameters 12.55 GB, gradients 0.24 GB (one parameter's at a
 // time: the 32000 x 4096 embedding in fp16) and no optimizer state, against AdamW's 75.31 GB
