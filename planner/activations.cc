@@ -61,7 +61,7 @@ double AttentionBytes(const MemoryContext& ctx, const Dims& d, double norm_pair)
 double MlpInner(const MemoryContext& ctx, double f, double gi) {
   // torch.compile fuses the pointwise ops and recomputes the cheap ones in backward: a plain
   // MLP saves the activation's input alone; SwiGLU saves what Megatron's fused kernel saves.
-  if (ctx.m.mlp == MlpKind::kPlain && !ctx.r.compile && TransformersModelCode(ctx.l)) {
+  if (ctx.m.mlp == MlpKind::kPlain && !ctx.r.compile && TransformersModules(ctx.m, ctx.l)) {
     // transformers' own activations: OPT's ReLU saves its output, which is fc2's input too;
     // gelu_new (NewGELUActivation, 0.5 x (1 + tanh(...)) in Python ops: GPT-2, GPT-J,
     // GPT-Neo, CodeGen, Phi-1/1.5/2) saves four tensors of the MLP width (x, the tanh,
@@ -103,7 +103,7 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   // transformers' DeepSeek-style routers keep the fp32 copy of the hidden states their gate
   // runs on (ModelSpec::router_input_fp32): 4 bytes per hidden unit. (Measured: a 2-layer
   // K-EXAONE of width 512 saves 2,048 B per token per layer for it.)
-  if (TransformersModelCode(ctx.l) && !ctx.r.compile && m.router_input_fp32) bytes += 4 * sb * d.h / d.sp_div;
+  if (TransformersModules(ctx.m, ctx.l) && !ctx.r.compile && m.router_input_fp32) bytes += 4 * sb * d.h / d.sp_div;
   const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
   // The permuted tokens (the experts' fc1 input), their intermediates, and -- where the
   // combine weights the experts' outputs by the router probabilities -- their fc2 output,
@@ -227,7 +227,7 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
 // LoRA through peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters
 // in fp32, under the bf16 autocast the Trainer's bf16=True turns on.
 bool PeftCopiesAdapterInputs(const MemoryContext& ctx) {
-  return ctx.w.task == Task::kLora && ctx.l.stack == Stack::kHf && ctx.r.adapter_bytes == 4 && TransformersModelCode(ctx.l) &&
+  return ctx.w.task == Task::kLora && ctx.l.stack == Stack::kHf && ctx.r.adapter_bytes == 4 && TransformersModules(ctx.m, ctx.l) &&
          !ctx.r.compile;
 }
 
@@ -274,7 +274,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const Dims d = DimsFor(ctx);
   const ModelSpec& m = ctx.m;
   // transformers' model code on fp32 weights under autocast: the residual stream stays fp32.
-  const bool autocast = AutocastFp32Weights(ctx) && TransformersModelCode(ctx.l) && !ctx.r.compile && !m.is_hybrid();
+  const bool autocast = AutocastFp32Weights(ctx) && TransformersModules(ctx.m, ctx.l) && !ctx.r.compile && !m.is_hybrid();
   // fp32 training (no autocast) saves every tensor a bf16 run saves in bf16 at 4 B.
   const bool fp32 = ctx.w.precision == Dtype::kFp32 && !autocast;
   const double input = (autocast || fp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
@@ -288,7 +288,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   // HF RMSNorm upcasts to fp32 and saves its fp32 input: about 4sbh more per norm (2.4);
   // compiled, the upcast is fused into the norm and recomputed.
   const int block_norms = m.is_hybrid() ? m.sub_blocks(layer) : m.norms_per_layer;
-  const bool hf_norms = TransformersModelCode(ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile;
+  const bool hf_norms = TransformersModules(ctx.m, ctx.l) && m.norm == NormKind::kRms && !ctx.r.compile;
   const double sbh = d.s * d.b * d.h / d.sp_div;
   double norms = hf_norms ? block_norms * 4 * sbh : 0;
   // Under peft's LoRA the norm weights are frozen, and what only their grads would read, the

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
+#include <string_view>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -377,6 +379,22 @@ bool MegatronModelCode(const Layout& l) {
 
 bool TransformersModelCode(const Layout& l) {
   return !MegatronModelCode(l) && (l.framework == Framework::kFsdp || l.framework == Framework::kDeepSpeed);
+}
+
+// The model families torchtitan builds in its own modules (torchtitan/models: llama3 for
+// Llama 2 and 3, qwen3, qwen3_5, deepseek_v3 with Kimi K2, gpt_oss; llama4 in experiments).
+// Any other Hugging Face model_type goes through experiments/transformers_modeling_backend
+// (from 2025-11-20, commit 58fa181ed; Mistral-7B, Qwen2.5-7B and OLMo among those tested).
+namespace {
+bool TorchtitanBuildsModel(const ModelSpec& m) {
+  static constexpr std::string_view kNative[] = {"llama",       "qwen3",   "qwen3_moe", "qwen3_5", "qwen3_5_moe",
+                                                 "deepseek_v3", "kimi_k2", "gpt_oss",   "llama4",  "llama4_text"};
+  return std::find(std::begin(kNative), std::end(kNative), m.model_type) != std::end(kNative);
+}
+}  // namespace
+
+bool TransformersModules(const ModelSpec& m, const Layout& l) {
+  return TransformersModelCode(l) || (TorchtitanItself(l) && !TorchtitanBuildsModel(m));
 }
 
 std::string MegatronLmGap(const ModelSpec& m) {

@@ -133,6 +133,11 @@ bool MegatronModelCode(const Layout& l);
 // Whether the model runs transformers' own modeling code: FSDP and DeepSpeed stacks (HF
 // Trainer, accelerate, plain scripts) outside Megatron-DeepSpeed.
 bool TransformersModelCode(const Layout& l);
+// Whether the layers run transformers' modules (its RMSNorm's fp32 upcast, its MLP): the
+// stacks above, and torchtitan for a model_type it does not build itself, which its
+// transformers modeling backend trains as transformers' modules under torchtitan's
+// parallelisms. Attention is another matter (FlashAttention in recipe.h).
+bool TransformersModules(const ModelSpec& m, const Layout& l);
 // Why the Megatron-LM arguments shardplan writes (pretrain_gpt.py, pretrain_mamba.py) cannot
 // build `m`, or empty when they can: Gated DeltaNet layers, and hybrids other than Nemotron-H's
 // one-mixer blocks.

@@ -210,6 +210,11 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   // embeddings, norm and head are freed after forward and gathered again once the loss's
   // backward has run, so the loss's backward holds none of them. torchtitan's earlier wrapping
   // also leaves its last block gathered from forward to backward.
+  if (TorchtitanItself(l) && TransformersModules(m, l))
+    assume(("model code: transformers' " + m.model_type +
+            " modules (torchtitan builds no such model of its own and trains it through its transformers modeling "
+            "backend, from 2025-11-20)")
+               .c_str());
   const bool fsdp_root = l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1;
   const bool torch_reshards_root = w.torch_version >= defaults::kTorchRootReshardVersion;
   if (TorchtitanItself(l) && fsdp_root) {
