@@ -79,7 +79,7 @@ StatusOr<double> Bandwidth(const YAML::Node& n, const char* key, const std::stri
 StatusOr<GpuSpec> ReadGpu(const std::string& name, const YAML::Node& n) {
   const std::string what = "gpus." + name;
   SP_RETURN_IF_ERROR(CheckKeys(n, {"bf16_tflops", "fp16_tflops", "fp8_tflops", "fp32_tflops", "memory_bandwidth",
-                                   "nvlink", "compute_capability"}, what));
+                                   "nvlink", "compute_capability", "tdp_watts", "power_limit_watts"}, what));
   GpuSpec g;
   g.name = name;
   g.bf16_flops = Get(n, "bf16_tflops", 0.0) * 1e12;
@@ -89,6 +89,8 @@ StatusOr<GpuSpec> ReadGpu(const std::string& name, const YAML::Node& n) {
   SP_ASSIGN_OR_RETURN(g.memory_bandwidth, Bandwidth(n, "memory_bandwidth", what));
   SP_ASSIGN_OR_RETURN(g.nvlink_bandwidth, Bandwidth(n, "nvlink", what));
   g.compute_capability = Get(n, "compute_capability", 0);
+  g.tdp_watts = Get(n, "tdp_watts", 0.0);
+  g.power_limit_watts = Get(n, "power_limit_watts", 0.0);
   return g;
 }
 
@@ -177,7 +179,8 @@ StatusOr<ModelSpec> ReadModel(const YAML::Node& n, const std::string& what) {
 
 StatusOr<Workload> ReadWorkload(const YAML::Node& n, const std::string& what) {
   SP_RETURN_IF_ERROR(CheckKeys(n, {"task", "seq_len", "global_batch", "precision", "optimizer", "lora_rank",
-                                   "lora_targets", "batch", "prompt_len", "gen_len", "weights", "kv_cache"}, what));
+                                   "lora_targets", "batch", "prompt_len", "gen_len", "weights", "kv_cache", "fp8_recipe"},
+                                what));
   Workload w;
   if (!ParseTask(Get<std::string>(n, "task", "pretrain"), &w.task))
     return Status::BadInput(what + ".task (" + Where(n) + "): unknown task");
@@ -190,6 +193,8 @@ StatusOr<Workload> ReadWorkload(const YAML::Node& n, const std::string& what) {
     return *d;
   };
   SP_ASSIGN_OR_RETURN(w.precision, dtype("precision", Dtype::kBf16));
+  if (n["fp8_recipe"] && !ParseFp8Recipe(n["fp8_recipe"].as<std::string>(), &w.fp8_recipe))
+    return Status::BadInput(what + ".fp8_recipe (" + Where(n["fp8_recipe"]) + "): unknown recipe");
   SP_ASSIGN_OR_RETURN(w.inference.weights, dtype("weights", Dtype::kBf16));
   SP_ASSIGN_OR_RETURN(w.inference.kv_cache, dtype("kv_cache", Dtype::kBf16));
   w.seq_len = Get<int64_t>(n, "seq_len", 4096);

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "planner/recipe.h"
+
 namespace shardplan::launch {
 namespace {
 
@@ -112,8 +114,15 @@ std::string ActivationSection(const Plan& plan) {
 
 std::string Float8Section(const Plan& plan, bool sharded) {
   if (plan.workload.precision != Dtype::kFp8) return "";
-  // torchao float8 training (docs/float8.md): all-gather in fp8 when FSDP shards weights.
+  // torchao float8 training (docs/float8.md): tensorwise scaling all-gathers in fp8 when FSDP
+  // shards weights; a recipe_name (rowwise) communicates in bf16, and torchtitan refuses it
+  // beside enable_fsdp_float8_all_gather (components/quantization/float8.py).
   std::string f = "[quantize.linear.float8]\n";
+  const Fp8Recipe recipe = TorchtitanFp8Recipe(plan.workload);
+  if (recipe == Fp8Recipe::kRowwise) {
+    f += "recipe_name = \"rowwise\"\n";
+    sharded = false;
+  }
   f += fmt::format("enable_fsdp_float8_all_gather = {}\n", Bool(sharded));
   f += fmt::format("precompute_float8_dynamic_scale_for_fsdp = {}\n", Bool(sharded));
   f += "filter_fqns = [\"output\"]\n";

@@ -28,6 +28,11 @@ constexpr int32_t kTorchtitanPpMicrobatchSize = 20250407;
 // are an FSDP unit of their own, resharded after forward, and [norm, output] one kept gathered;
 // before, the root held embeddings, norm and head from forward to backward.
 constexpr int32_t kTorchtitanEmbeddingUnit = 20250728;
+// torchtitan 6348d93d1: its float8 linears take only the rowwise recipes, "rowwise" by
+// default; before, an unset recipe_name meant tensorwise scaling, whose float8 all-gathers
+// for TP (and, optionally, FSDP) rowwise does not have ("for float8 with rowwise scaling,
+// all distributed communication is done in high precision", docs/float8.md before it).
+constexpr int32_t kTorchtitanRowwiseOnly = 20260427;
 // PyTorch PR 154704 (in nightlies from 2025-06-06, released in 2.8): fully_shard's root honours
 // an explicit reshard_after_forward=True, where it had always kept its params gathered for
 // backward (_fsdp_state.py _lazy_init; PR 155319 keeps that only when the flag is left unset).

@@ -54,6 +54,15 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
 
 }  // namespace
 
+Fp8Recipe TorchtitanFp8Recipe(const Workload& w) {
+  if (w.fp8_recipe != Fp8Recipe::kAuto || w.precision != Dtype::kFp8) return w.fp8_recipe;
+  return ReleaseAtLeast(w, defaults::kTorchtitanRowwiseOnly) ? Fp8Recipe::kRowwise : Fp8Recipe::kTensorwise;
+}
+
+Fp8Recipe ResolvedFp8Recipe(const Workload& w, const Layout& l) {
+  return TorchtitanItself(l) ? TorchtitanFp8Recipe(w) : w.fp8_recipe;
+}
+
 bool LossCompiledByRelease(const Workload& w, const Layout& l) {
   return w.training() && TorchtitanItself(l) && w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
@@ -215,6 +224,10 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
             " modules (torchtitan builds no such model of its own and trains it through its transformers modeling "
             "backend, from 2025-11-20)")
                .c_str());
+  if (TorchtitanItself(l) && w.precision == Dtype::kFp8 && w.fp8_recipe == Fp8Recipe::kAuto && w.release == 0)
+    assume("fp8_recipe: tensorwise (torchtitan's float8 default until 2026-04-27, with float8 all-gathers for TP; "
+           "later releases run rowwise only, all communication in bf16: say release: with the date of yours, or "
+           "fp8_recipe: rowwise)");
   const bool fsdp_root = l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1;
   const bool torch_reshards_root = w.torch_version >= defaults::kTorchRootReshardVersion;
   if (TorchtitanItself(l) && fsdp_root) {

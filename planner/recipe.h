@@ -58,6 +58,15 @@ constexpr int kLossChunks = 8;
 // and the recipe prices the eager one. The estimate says when the compiled one would fit.
 bool LossCompiledByRelease(const Workload& w, const Layout& l);
 
+// The float8 scaling a run uses: the workload's fp8_recipe, or the framework's default. For
+// torchtitan that is tensorwise until its float8 linears went rowwise-only (2026-04-27), and
+// tensorwise when the release is not stated. Read by the time model (float8 TP all-gathers)
+// and the torchtitan config writer (recipe_name).
+Fp8Recipe ResolvedFp8Recipe(const Workload& w, const Layout& l);
+// The same for a run on torchtitan, whatever framework the plan's layout names (the config
+// writer's question).
+Fp8Recipe TorchtitanFp8Recipe(const Workload& w);
+
 // Megatron's main grads in fp32 (grad_reduce_in_fp32; arguments.py turns
 // accumulate_allreduce_grads_in_fp32 on under bf16). NeMo's and Megatron-Bridge's
 // performance recipes, which their published tables run, turn it off: bf16 grads. Read by

@@ -111,6 +111,7 @@ struct LayerCost {
 struct LayerKind {
   Forward f;
   double tp_one = 0, cp_step = 0, ep_one = 0;
+  double tp_gather = 0;       // the all-gather half of tp_one (SP gathers the sub-block's input)
   double tp_collectives = 2;  // per pass: one after each sub-block (ModelSpec::sub_blocks)
   double cp_a2a = 0;          // a linear mixer under CP: all-to-alls there and back, per pass
   double host_fwd = 0, host_bwd = 0;  // Megatron's MoE layer: the GPU waiting on the host, per pass
@@ -170,7 +171,20 @@ LayerKind MakeKind(const Ctx& x, int64_t layer) {
   k.f = LayerForward(x, layer);
   k.tp_collectives = m.sub_blocks(layer);
   if (x.tp > 1) {  // AR, or RS + AG under SP: the same ring cost
-    k.tp_one = CollectiveSeconds(Collective::kAllReduce, x.tokens * m.hidden * x.act, x.tp, GroupTier(x.c, SpanOf(x.l, GroupKind::kTp)));
+    const Tier tier = GroupTier(x.c, SpanOf(x.l, GroupKind::kTp));
+    const double bytes = x.tokens * m.hidden * x.act;
+    k.tp_one = CollectiveSeconds(Collective::kAllReduce, bytes, x.tp, tier);
+    k.tp_gather = k.tp_one / 2;
+    if (x.fp8 && !x.fp4 && x.l.sp && TorchtitanItself(x.l) && ResolvedFp8Recipe(x.w, x.l) == Fp8Recipe::kTensorwise) {
+      // torchao's float8 tensor parallelism (Float8ColwiseParallel, Float8RowwiseParallel,
+      // PrepareFloat8ModuleInput), which torchtitan applies with tensorwise float8 linears
+      // (its default recipe; rowwise runs plain TP), casts a sub-block's input to float8
+      // before the sequence-parallel all-gather, and the gradient arriving at the
+      // row-parallel output before the backward's all-gather; the reduce-scatters stay in
+      // 16 bits (torchao/float8/float8_tensor_parallel.py).
+      k.tp_gather = CollectiveSeconds(Collective::kAllGather, bytes / x.act, x.tp, tier);
+      k.tp_one = CollectiveSeconds(Collective::kReduceScatter, bytes, x.tp, tier) + k.tp_gather;
+    }
   }
   if (x.cp > 1 && m.has_attention(layer)) {  // ring attention: one KV block per step to the next rank, at the pace of the slowest hop
     const double kv = m.attention == AttentionKind::kMla
@@ -242,7 +256,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   // torchtitan's per-op policy saves reduce-scatter outputs but not all-gather ones (its
   // _save_list in parallelize.py): backward gathers each sub-block's sequence-sharded input
   // again for the weight gradients and the recomputed matmuls, half of an all-reduce's cost.
-  if (rc == Rc::kSelective && x.op_sac && x.l.sp) c.tp_raw += k.tp_collectives * k.tp_one / 2;
+  if (rc == Rc::kSelective && x.op_sac && x.l.sp) c.tp_raw += k.tp_collectives * k.tp_gather;
   const double exposed = x.l.framework == Framework::kTorchtitan ? kAsyncTpExposed : kTpOverlapExposed;
   c.tp = c.tp_raw * (x.k.tp_overlap ? exposed : 1);
   // Ring attention: cp-1 exchanges per forward, twice that backward (KV and dKV), under the

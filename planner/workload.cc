@@ -158,6 +158,39 @@ std::string_view LossName(LossKind k) {
   return "?";
 }
 
+std::string_view Fp8RecipeName(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kAuto: return "auto";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kRowwise: return "rowwise";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
+bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out) {
+  const std::string n = Spelling(s);
+  struct Name {
+    std::string_view name;
+    Fp8Recipe recipe;
+  };
+  // torchao's Float8LinearRecipeName values, Transformer Engine's recipe classes
+  // (DelayedScaling, Float8CurrentScaling, Float8BlockScaling, MXFP8BlockScaling) and
+  // Megatron's --fp8-recipe choices.
+  static constexpr Name kNames[] = {
+      {"auto", Fp8Recipe::kAuto},           {"tensorwise", Fp8Recipe::kTensorwise}, {"delayed", Fp8Recipe::kTensorwise},
+      {"current", Fp8Recipe::kTensorwise},  {"tensorwise-current", Fp8Recipe::kTensorwise},
+      {"rowwise", Fp8Recipe::kRowwise},     {"rowwise-with-gw-hp", Fp8Recipe::kRowwise},
+      {"blockwise", Fp8Recipe::kBlockwise}, {"mxfp8", Fp8Recipe::kMxfp8},           {"mx", Fp8Recipe::kMxfp8}};
+  for (const Name& k : kNames)
+    if (n == k.name) {
+      *out = k.recipe;
+      return true;
+    }
+  return false;
+}
+
 std::string_view SettingName(Setting s) { return s == Setting::kAuto ? "auto" : s == Setting::kOn ? "true" : "false"; }
 
 int32_t ParseRelease(std::string_view s) {

@@ -50,6 +50,17 @@ enum class LossKind {
   kKernel,    // full bf16 logits into one cross-entropy kernel (flash-attn's, llm-foundry's fused_crossentropy)
 };
 
+// How a float8 run scales its tensors. What the planner prices from it so far is torchao's
+// tensor parallelism in torchtitan: under tensorwise scaling (torchtitan's default recipe) a
+// sub-block's input is all-gathered already in float8; under rowwise it is gathered in 16 bits.
+enum class Fp8Recipe {
+  kAuto,        // the framework's default
+  kTensorwise,  // one scale per tensor, current or delayed (torchao tensorwise, TE delayed/current)
+  kRowwise,     // a scale per row (torchao rowwise, rowwise_with_gw_hp)
+  kBlockwise,   // 128 x 128 and 1 x 128 blocks (DeepSeek-V3's, TE blockwise)
+  kMxfp8,       // a power-of-two scale per 32 values (MX, Blackwell)
+};
+
 struct LoraSpec {
   int64_t rank = 16;                         // r
   std::vector<std::string> targets = {"q_proj", "k_proj", "v_proj", "o_proj",
@@ -99,6 +110,7 @@ struct Workload {
   Setting optimizer_in_backward = Setting::kAuto;  // step each parameter in its grad hook, no grad buffer
   Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
   LossKind loss = LossKind::kAuto;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;         // precision fp8: how tensors are scaled
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer
@@ -141,6 +153,10 @@ bool GaloreOptimizer(std::string_view s);
 constexpr int64_t kGaloreDefaultRank = 128;  // HF Trainer's optim_args rank default (trainer.py)
 std::string_view MasterWeightsName(MasterWeights m);
 std::string_view LossName(LossKind k);
+std::string_view Fp8RecipeName(Fp8Recipe r);
+// "tensorwise", "rowwise", "blockwise", "mxfp8", with the spellings frameworks use for them
+// (torchao's recipe names, TE's "delayed"/"current"); false for anything else.
+bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out);
 std::string_view SettingName(Setting s);
 // "2025-06" or "2025-06-13" as Workload::release (0 when malformed); ReleaseName inverts it.
 int32_t ParseRelease(std::string_view s);

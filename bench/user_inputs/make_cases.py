@@ -324,6 +324,8 @@ def workload_for(case):
     task = TASKS[case["category"]]
     prec_text = str(l.get("precision", ""))
     w = {"task": task, "precision": precision_of(prec_text)}
+    if w["precision"] == "fp8" and "rowwise" in prec_text.lower():  # the scaling the source names
+        w["fp8_recipe"] = "rowwise"
     seq = first_int(m.get("seq_len"))
     if "max_seq_len_fits_hf_fa2" in o:  # max-context tables: the HF + FA2 column's length
         seq = first_int(o["max_seq_len_fits_hf_fa2"]) or 1024

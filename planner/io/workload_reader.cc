@@ -171,6 +171,22 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
     else if (v != "auto")
       return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto, got \"" + *loss + "\"");
   }
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> recipe, doc.String(root, "fp8_recipe"));
+  if (recipe && !ParseFp8Recipe(*recipe, &w.fp8_recipe))
+    return doc.ErrorAt(root["fp8_recipe"], "fp8_recipe: expected tensorwise (or delayed, current), rowwise, blockwise, "
+                                           "mxfp8 or auto, got \"" + *recipe + "\"");
+  // A precision written as sources name the recipe (float8 rowwise, FP8-CS, MXFP8) says the
+  // scaling as well, unless fp8_recipe says otherwise.
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> precision, doc.String(root, "precision"));
+  if (!recipe && precision && w.precision == Dtype::kFp8) {
+    const std::string p = Lower(*precision);
+    if (p.find("rowwise") != std::string::npos) w.fp8_recipe = Fp8Recipe::kRowwise;
+    else if (p.find("mx") != std::string::npos) w.fp8_recipe = Fp8Recipe::kMxfp8;
+    else if (p.find("block") != std::string::npos) w.fp8_recipe = Fp8Recipe::kBlockwise;
+    else if (p.find("tensorwise") != std::string::npos || p.find("-cs") != std::string::npos ||
+             p.find("delayed") != std::string::npos || p.find("current") != std::string::npos)
+      w.fp8_recipe = Fp8Recipe::kTensorwise;
+  }
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));
@@ -238,7 +254,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                             "paged_optimizer", "activation_offload", "loss", "compile",
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
-                                            "optim_args", "galore_rank", "torch"};
+                                            "optim_args", "galore_rank", "torch", "fp8_recipe"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -317,6 +333,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.overlap_comm != Setting::kAuto) out += p + "overlap_comm: " + std::string(SettingName(w.overlap_comm)) + "\n";
   if (w.activation_offload != Setting::kAuto) out += p + "activation_offload: " + std::string(SettingName(w.activation_offload)) + "\n";
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
+  if (w.fp8_recipe != Fp8Recipe::kAuto) out += p + "fp8_recipe: " + std::string(Fp8RecipeName(w.fp8_recipe)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";

@@ -192,6 +192,18 @@ TEST(TorchtitanConfigTest, Float8WhenPlanned) {
   ASSERT_TRUE(e.ok());
   EXPECT_THAT(e->files.at(0).text, HasSubstr("converters = [\"quantize.linear.float8\"]"));
   EXPECT_THAT(e->files.at(0).text, HasSubstr("enable_fsdp_float8_all_gather = true"));
+  EXPECT_THAT(e->files.at(0).text, Not(HasSubstr("recipe_name")));
+  // Rowwise scaling names its recipe and communicates in bf16: torchtitan refuses a
+  // recipe_name beside the float8 FSDP all-gather. Releases from 2026-04-27 run rowwise only.
+  for (const bool by_release : {false, true}) {
+    Plan r = p;
+    if (by_release) r.workload.release = 20260501;
+    else r.workload.fp8_recipe = Fp8Recipe::kRowwise;
+    StatusOr<Emitted> rowwise = TorchtitanConfig(r, Shape(r));
+    ASSERT_TRUE(rowwise.ok());
+    EXPECT_THAT(rowwise->files.at(0).text, HasSubstr("recipe_name = \"rowwise\""));
+    EXPECT_THAT(rowwise->files.at(0).text, HasSubstr("enable_fsdp_float8_all_gather = false"));
+  }
 }
 
 TEST(MegatronArgsTest, ParallelismRecomputeAndBatch) {

@@ -835,6 +835,37 @@ TEST(Workload, OptimizerStepFromTheName) {
   }
 }
 
+// How a float8 run scales: stated, or read off the precision as sources write it; a located
+// error for anything else; carried by the writer.
+TEST(Workload, Fp8Recipe) {
+  auto read = [](const std::string& text) {
+    auto doc = Document::Parse("w.yaml", text);
+    EXPECT_TRUE(doc.ok());
+    return ParseWorkload(*doc);
+  };
+  for (const auto& [text, recipe] : std::vector<std::pair<std::string, Fp8Recipe>>{
+           {"precision: fp8\n", Fp8Recipe::kAuto},
+           {"precision: float8 rowwise\n", Fp8Recipe::kRowwise},
+           {"precision: FP8-CS\n", Fp8Recipe::kTensorwise},
+           {"precision: MXFP8\n", Fp8Recipe::kMxfp8},
+           {"precision: fp8\nfp8_recipe: delayed\n", Fp8Recipe::kTensorwise},
+           {"precision: fp8\nfp8_recipe: rowwise_with_gw_hp\n", Fp8Recipe::kRowwise},
+           {"precision: float8 rowwise\nfp8_recipe: tensorwise\n", Fp8Recipe::kTensorwise},
+           {"precision: bf16\n", Fp8Recipe::kAuto}}) {
+    auto w = read("task: pretrain\n" + text);
+    ASSERT_TRUE(w.ok()) << text << w.status().message();
+    EXPECT_EQ(w->fp8_recipe, recipe) << text;
+    auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
+    ASSERT_TRUE(again.ok());
+    auto back = ParseWorkload(*again);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->fp8_recipe, recipe) << text;
+  }
+  auto bad = read("precision: fp8\nfp8_recipe: e5m2\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("w.yaml:2:13: fp8_recipe: expected tensorwise", 0), 0u) << bad.status().message();
+}
+
 // The recipe keys users state, with located errors, and what they read as.
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"
