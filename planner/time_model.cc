@@ -255,7 +255,8 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   c.tp_raw = k.tp_collectives * passes * k.tp_one;
   // torchtitan's per-op policy saves reduce-scatter outputs but not all-gather ones (its
   // _save_list in parallelize.py): backward gathers each sub-block's sequence-sharded input
-  // again for the weight gradients and the recomputed matmuls, half of an all-reduce's cost.
+  // again for the weight gradients and the recomputed matmuls: one more all-gather, in float8
+  // where the forward's was.
   if (rc == Rc::kSelective && x.op_sac && x.l.sp) c.tp_raw += k.tp_collectives * k.tp_gather;
   const double exposed = x.l.framework == Framework::kTorchtitan ? kAsyncTpExposed : kTpOverlapExposed;
   c.tp = c.tp_raw * (x.k.tp_overlap ? exposed : 1);
