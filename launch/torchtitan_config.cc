@@ -118,13 +118,10 @@ std::string Float8Section(const Plan& plan, bool sharded) {
   // shards weights; a recipe_name (rowwise) communicates in bf16, and torchtitan refuses it
   // beside enable_fsdp_float8_all_gather (components/quantization/float8.py).
   std::string f = "[quantize.linear.float8]\n";
-  const Fp8Recipe recipe = TorchtitanFp8Recipe(plan.workload);
-  if (recipe == Fp8Recipe::kRowwise) {
-    f += "recipe_name = \"rowwise\"\n";
-    sharded = false;
-  }
-  f += fmt::format("enable_fsdp_float8_all_gather = {}\n", Bool(sharded));
-  f += fmt::format("precompute_float8_dynamic_scale_for_fsdp = {}\n", Bool(sharded));
+  const bool rowwise = TorchtitanFp8Recipe(plan.workload) == Fp8Recipe::kRowwise;
+  if (rowwise) f += "recipe_name = \"rowwise\"\n";
+  f += fmt::format("enable_fsdp_float8_all_gather = {}\n", Bool(sharded && !rowwise));
+  f += fmt::format("precompute_float8_dynamic_scale_for_fsdp = {}\n", Bool(sharded && !rowwise));
   f += "filter_fqns = [\"output\"]\n";
   return f;
 }

@@ -181,6 +181,7 @@ bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out) {
   static constexpr Name kNames[] = {
       {"auto", Fp8Recipe::kAuto},           {"tensorwise", Fp8Recipe::kTensorwise}, {"delayed", Fp8Recipe::kTensorwise},
       {"current", Fp8Recipe::kTensorwise},  {"tensorwise-current", Fp8Recipe::kTensorwise},
+      {"cs", Fp8Recipe::kTensorwise},  // NeMo's and Megatron-Bridge's FP8-CS: current scaling
       {"rowwise", Fp8Recipe::kRowwise},     {"rowwise-with-gw-hp", Fp8Recipe::kRowwise},
       {"blockwise", Fp8Recipe::kBlockwise}, {"mxfp8", Fp8Recipe::kMxfp8},           {"mx", Fp8Recipe::kMxfp8}};
   for (const Name& k : kNames)
@@ -189,6 +190,13 @@ bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out) {
       return true;
     }
   return false;
+}
+
+Fp8Recipe Fp8RecipeInPrecision(std::string_view precision) {
+  Fp8Recipe named = Fp8Recipe::kAuto;
+  for (const std::string& word : Split(Spelling(precision), '-'))
+    if (Fp8Recipe r; ParseFp8Recipe(word, &r) && r != Fp8Recipe::kAuto) named = r;
+  return named;
 }
 
 std::string_view SettingName(Setting s) { return s == Setting::kAuto ? "auto" : s == Setting::kOn ? "true" : "false"; }

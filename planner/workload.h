@@ -157,6 +157,9 @@ std::string_view Fp8RecipeName(Fp8Recipe r);
 // "tensorwise", "rowwise", "blockwise", "mxfp8", with the spellings frameworks use for them
 // (torchao's recipe names, TE's "delayed"/"current"); false for anything else.
 bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out);
+// The recipe a precision names among its words ("float8 rowwise", "FP8-CS", "MXFP8"), kAuto
+// when none does.
+Fp8Recipe Fp8RecipeInPrecision(std::string_view precision);
 std::string_view SettingName(Setting s);
 // "2025-06" or "2025-06-13" as Workload::release (0 when malformed); ReleaseName inverts it.
 int32_t ParseRelease(std::string_view s);

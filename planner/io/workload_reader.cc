@@ -178,15 +178,7 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   // A precision written as sources name the recipe (float8 rowwise, FP8-CS, MXFP8) says the
   // scaling as well, unless fp8_recipe says otherwise.
   SP_ASSIGN_OR_RETURN(std::optional<std::string> precision, doc.String(root, "precision"));
-  if (!recipe && precision && w.precision == Dtype::kFp8) {
-    const std::string p = Lower(*precision);
-    if (p.find("rowwise") != std::string::npos) w.fp8_recipe = Fp8Recipe::kRowwise;
-    else if (p.find("mx") != std::string::npos) w.fp8_recipe = Fp8Recipe::kMxfp8;
-    else if (p.find("block") != std::string::npos) w.fp8_recipe = Fp8Recipe::kBlockwise;
-    else if (p.find("tensorwise") != std::string::npos || p.find("-cs") != std::string::npos ||
-             p.find("delayed") != std::string::npos || p.find("current") != std::string::npos)
-      w.fp8_recipe = Fp8Recipe::kTensorwise;
-  }
+  if (!recipe && precision && w.precision == Dtype::kFp8) w.fp8_recipe = Fp8RecipeInPrecision(*precision);
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));

@@ -80,6 +80,13 @@ bool Assumes(const std::vector<std::string>& assumed, std::string_view prefix) {
   return false;
 }
 
+// What ResolveRecipe says it assumed for `layout`.
+std::vector<std::string> AssumedBy(const ModelSpec& m, const Workload& w, const Layout& layout) {
+  std::vector<std::string> assumed;
+  ResolveRecipe(m, w, layout, &assumed);
+  return assumed;
+}
+
 int64_t Term(const MemoryEstimate& e, const std::string& name) {
   for (const MemoryTerm& t : e.fullest().terms)
     if (t.name == name) return t.bytes;
@@ -109,12 +116,8 @@ TEST(Recipe, TorchtitanEmbeddingsReshardFrom2025_07_28) {
   ASSERT_TRUE(parsed.ok());
   auto l = ResolveLayout(m, older, c, *parsed);
   ASSERT_TRUE(l.ok());
-  std::vector<std::string> assumed;
-  ResolveRecipe(m, older, *l, &assumed);
-  EXPECT_TRUE(Assumes(assumed, "FSDP root: embeddings, norm and head gathered from forward to backward"));
-  assumed.clear();
-  ResolveRecipe(m, newer, *l, &assumed);
-  EXPECT_FALSE(Assumes(assumed, "FSDP root:"));
+  EXPECT_TRUE(Assumes(AssumedBy(m, older, *l), "FSDP root: embeddings, norm and head gathered from forward to backward"));
+  EXPECT_FALSE(Assumes(AssumedBy(m, newer, *l), "FSDP root:"));
 }
 
 // torchtitan builds Llama in its own modules, but trains a model_type it has none for, such
@@ -137,12 +140,8 @@ TEST(Recipe, TorchtitanTrainsOtherModelTypesAsTransformersModules) {
   EXPECT_NEAR(ToGiB(hf.fullest().allocated_peak), 62.80, 0.02 * 62.80);
   auto l = ParseLayout(layout);
   ASSERT_TRUE(l.ok());
-  std::vector<std::string> assumed;
-  ResolveRecipe(mistral, w, *l, &assumed);
-  EXPECT_TRUE(Assumes(assumed, "model code: transformers' mistral modules"));
-  assumed.clear();
-  ResolveRecipe(as_llama, w, *l, &assumed);
-  EXPECT_FALSE(Assumes(assumed, "model code:"));
+  EXPECT_TRUE(Assumes(AssumedBy(mistral, w, *l), "model code: transformers' mistral modules"));
+  EXPECT_FALSE(Assumes(AssumedBy(as_llama, w, *l), "model code:"));
 }
 
 // PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
