@@ -332,6 +332,9 @@ def workload_for(case):
     opt = str(l.get("optimizer", "")).lower().replace(" ", "")
     if opt:
         w["optimizer"] = {"adamwbf16": "adamw"}.get(opt, opt)
+    release = case.get("source", {}).get("framework_release")
+    if release:  # the framework's version, where the source names it (a commit or tag, dated)
+        w["release"] = str(release)
     if task != "inference":
         if seq:
             w["seq_len"] = seq
