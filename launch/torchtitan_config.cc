@@ -115,13 +115,14 @@ std::string ActivationSection(const Plan& plan) {
 std::string Float8Section(const Plan& plan, bool sharded) {
   if (plan.workload.precision != Dtype::kFp8) return "";
   // torchao float8 training (docs/float8.md): tensorwise scaling all-gathers in fp8 when FSDP
-  // shards weights; a recipe_name (rowwise) communicates in bf16, and torchtitan refuses it
-  // beside enable_fsdp_float8_all_gather (components/quantization/float8.py).
+  // shards weights, unless the workload says fp8_all_gather: off (recipe.h); a recipe_name
+  // (rowwise) communicates in bf16, and torchtitan refuses it beside
+  // enable_fsdp_float8_all_gather (components/quantization/float8.py).
   std::string f = "[quantize.linear.float8]\n";
-  const bool rowwise = TorchtitanFp8Recipe(plan.workload) == Fp8Recipe::kRowwise;
-  if (rowwise) f += "recipe_name = \"rowwise\"\n";
-  f += fmt::format("enable_fsdp_float8_all_gather = {}\n", Bool(sharded && !rowwise));
-  f += fmt::format("precompute_float8_dynamic_scale_for_fsdp = {}\n", Bool(sharded && !rowwise));
+  if (TorchtitanFp8Recipe(plan.workload) == Fp8Recipe::kRowwise) f += "recipe_name = \"rowwise\"\n";
+  const bool fp8_gather = TorchtitanFloat8AllGather(plan.workload, sharded);
+  f += fmt::format("enable_fsdp_float8_all_gather = {}\n", Bool(fp8_gather));
+  f += fmt::format("precompute_float8_dynamic_scale_for_fsdp = {}\n", Bool(fp8_gather));
   f += "filter_fqns = [\"output\"]\n";
   return f;
 }

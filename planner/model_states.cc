@@ -194,9 +194,14 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
           "DDP bucket_cap_mb=25");
     return;
   }
-  Add(out, "gathered_units_forward", 3 * unit, Phase::kForward, Phase::kForward,
-      "all-gather output + copy-out of the current unit and the prefetched next (memory-model.md 3.2)");
-  Add(out, "gathered_units_backward", 3 * unit + 2 * unit, Phase::kBackward, Phase::kBackward,
+  // torchao's float8 all-gather (recipe.h Float8AllGather) gathers the layers' linear weights
+  // in float8: 1 byte each. The gradients stay in the params' dtype.
+  const double gwb = ctx.r.float8_all_gather ? 1 : wb;
+  const double gathered_unit = gwb * static_cast<double>(s.layer_params);
+  Add(out, "gathered_units_forward", 3 * gathered_unit, Phase::kForward, Phase::kForward,
+      ctx.r.float8_all_gather ? "float8 all-gather output + copy-out of the current unit and the prefetched next, 1 B/param"
+                              : "all-gather output + copy-out of the current unit and the prefetched next (memory-model.md 3.2)");
+  Add(out, "gathered_units_backward", 3 * gathered_unit + 2 * unit, Phase::kBackward, Phase::kBackward,
       "backward: unsharded params, prefetch, unsharded grads and fp32 reduce-scatter input, about 5 units");
   // The root (embeddings, head) is not resharded after forward (reshard_after_forward None -> False).
   // torchtitan from 2025-07-28 reshards the embeddings after forward as a unit of their own
@@ -231,8 +236,9 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "unsharded_grads_no_sync", 4 * managed, Phase::kLossBackward, Phase::kStep,
         "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
   if (!l.reshard_after_forward || l.zero == 2)
-    Add(out, "unsharded_params_kept", wb * (managed - static_cast<double>(s.root_params)), Phase::kForward,
-        Phase::kBackward, "reshard_after_forward=False / SHARD_GRAD_OP keeps 2P of bf16 params (memory-model.md 7.1)");
+    Add(out, "unsharded_params_kept", gwb * (managed - static_cast<double>(s.root_params)), Phase::kForward,
+        Phase::kBackward, ctx.r.float8_all_gather ? "reshard_after_forward=False keeps the gathered float8 weights, 1 B/param"
+                                                  : "reshard_after_forward=False / SHARD_GRAD_OP keeps 2P of bf16 params (memory-model.md 7.1)");
   if (l.shard_group > 0 && l.shard_group < l.dp)
     Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,
         "HSDP: all-reduce of the reduce-scattered shard across replicas (bucketed)");

@@ -63,6 +63,16 @@ Fp8Recipe ResolvedFp8Recipe(const Workload& w, const Layout& l) {
   return TorchtitanItself(l) ? TorchtitanFp8Recipe(w) : w.fp8_recipe;
 }
 
+bool TorchtitanFloat8AllGather(const Workload& w, bool sharded) {
+  return sharded && w.precision == Dtype::kFp8 && w.fp8_all_gather != Setting::kOff &&
+         TorchtitanFp8Recipe(w) == Fp8Recipe::kTensorwise;
+}
+
+bool Float8AllGather(const Workload& w, const Layout& l) {
+  return w.training() && !w.lora_like() && TorchtitanItself(l) &&
+         TorchtitanFloat8AllGather(w, l.zero >= 2 && l.shard_degree() * std::max(1, l.cp) > 1);
+}
+
 bool LossCompiledByRelease(const Workload& w, const Layout& l) {
   return w.training() && TorchtitanItself(l) && w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
@@ -228,6 +238,13 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("fp8_recipe: tensorwise (torchtitan's float8 default until 2026-04-27, with float8 all-gathers for TP; "
            "later releases run rowwise only, all communication in bf16: say release: with the date of yours, or "
            "fp8_recipe: rowwise)");
+  r.float8_all_gather = Float8AllGather(w, l);
+  if (r.float8_all_gather && w.fp8_all_gather == Setting::kAuto)
+    assume("fp8_all_gather: on (FSDP gathers the float8 linears' weights in float8, as torchtitan's float8 docs and "
+           "its 405B config run tensorwise scaling; its bare default gathers bf16: say fp8_all_gather: off)");
+  if (w.fp8_all_gather == Setting::kOn && !r.float8_all_gather && TorchtitanItself(l) && w.precision == Dtype::kFp8 &&
+      TorchtitanFp8Recipe(w) != Fp8Recipe::kTensorwise)
+    assume("fp8_all_gather: off (torchtitan refuses float8 all-gathers beside any scaling but tensorwise)");
   const bool fsdp_root = l.pp == 1 && l.zero >= 3 && l.dp * l.cp > 1;
   const bool torch_reshards_root = w.torch_version >= defaults::kTorchRootReshardVersion;
   if (TorchtitanItself(l) && fsdp_root) {

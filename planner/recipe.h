@@ -35,6 +35,8 @@ struct TrainingRecipe {
                                      // with an explicit reshard_after_forward=True on the root)
   bool last_unit_kept = false;       // the last block stays gathered from forward to its backward
                                      // (torchtitan before 2025-07-28)
+  bool float8_all_gather = false;    // FSDP gathers the float8 linears' weights in float8
+                                     // (Float8AllGather below)
 };
 
 // What vLLM's startup profile runs before it sizes the KV pool: a forward over `tokens`
@@ -66,6 +68,19 @@ Fp8Recipe ResolvedFp8Recipe(const Workload& w, const Layout& l);
 // The same for a run on torchtitan, whatever framework the plan's layout names (the config
 // writer's question).
 Fp8Recipe TorchtitanFp8Recipe(const Workload& w);
+
+// torchao's float8 FSDP all-gather (torchtitan's enable_fsdp_float8_all_gather): under tensorwise
+// scaling FSDP2 casts each float8 linear's weight shard to float8 before the all-gather
+// (torchao float8/fsdp_utils.py, WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather), so
+// gathered weights, and those kept gathered, hold 1 byte per element; embeddings, norms and
+// the output projection (filter_fqns) gather in bf16. torchtitan's bare default is off, but
+// its float8 docs, its Llama 3.1 405B config (train_configs/llama3_405b.toml) and torchao's
+// tensorwise benchmarks turn it on, as the configs shardplan writes do; rowwise scaling
+// refuses it. So it is on for a sharded tensorwise run unless the workload says
+// fp8_all_gather: off. The first form is the config writer's question, `sharded` being
+// whether FSDP shards the weights; the second the memory and time models'.
+bool TorchtitanFloat8AllGather(const Workload& w, bool sharded);
+bool Float8AllGather(const Workload& w, const Layout& l);
 
 // Megatron's main grads in fp32 (grad_reduce_in_fp32; arguments.py turns
 // accumulate_allreduce_grads_in_fp32 on under bf16). NeMo's and Megatron-Bridge's

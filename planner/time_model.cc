@@ -486,7 +486,8 @@ struct DpCost {
 DpCost DataParallel(const Ctx& x, const StageCost& sc, int64_t micro_batches, double stage_layers) {
   DpCost d;
   const int tp = x.tp, dpcp = x.dp * x.cp;
-  const double param_bytes = 2;
+  // torchao's float8 all-gather moves the float8 linears' weights at 1 byte (recipe.h).
+  const double param_bytes = Float8AllGather(x.w, x.l) ? 1 : 2;
   double dense = sc.dense_params / tp, expert = sc.expert_params / (x.ep * x.etp);
   double grads_dense = dense, grads_expert = expert;
   if (x.lora) {

@@ -111,6 +111,7 @@ struct Workload {
   Setting activation_offload = Setting::kAuto;     // saved activations streamed to pinned host memory
   LossKind loss = LossKind::kAuto;
   Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;         // precision fp8: how tensors are scaled
+  Setting fp8_all_gather = Setting::kAuto;         // FSDP gathers float8 weights (torchao, tensorwise)
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer

@@ -181,6 +181,7 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   if (!recipe && precision && w.precision == Dtype::kFp8) w.fp8_recipe = Fp8RecipeInPrecision(*precision);
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "optimizer_in_backward", &w.optimizer_in_backward));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "activation_offload", &w.activation_offload));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "fp8_all_gather", &w.fp8_all_gather));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "compile", &w.compile));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "grad_reduce_in_fp32", &w.grad_reduce_fp32));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "overlap_comm", &w.overlap_comm));
@@ -238,6 +239,8 @@ static const Document::Synonyms kWorkloadSynonyms = {
     {"seq_length", "seq_len"},           {"sequence_length", "seq_len"}, {"max_seq_length", "seq_len"},
     {"max_seq_len", "seq_len"},          {"cutoff_len", "seq_len"},      {"global_batch_size", "global_batch"},
     {"gbs", "global_batch"},             {"dtype", "precision"},         {"mixed_precision", "precision"},
+    // torchtitan's own key ([float8] / [quantize.linear.float8] enable_fsdp_float8_all_gather).
+    {"enable_fsdp_float8_all_gather", "fp8_all_gather"},
     // Alpaca's, FastChat's and Qwen's train.py (--model_max_length), HF run_clm.py (--block_size).
     {"model_max_length", "seq_len"},     {"block_size", "seq_len"}};
 
@@ -246,7 +249,8 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                             "paged_optimizer", "activation_offload", "loss", "compile",
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
-                                            "optim_args", "galore_rank", "torch", "fp8_recipe"};
+                                            "optim_args", "galore_rank", "torch", "fp8_recipe",
+                                            "fp8_all_gather"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -326,6 +330,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.activation_offload != Setting::kAuto) out += p + "activation_offload: " + std::string(SettingName(w.activation_offload)) + "\n";
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.fp8_recipe != Fp8Recipe::kAuto) out += p + "fp8_recipe: " + std::string(Fp8RecipeName(w.fp8_recipe)) + "\n";
+  if (w.fp8_all_gather != Setting::kAuto) out += p + "fp8_all_gather: " + std::string(SettingName(w.fp8_all_gather)) + "\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";

@@ -193,6 +193,13 @@ TEST(TorchtitanConfigTest, Float8WhenPlanned) {
   EXPECT_THAT(e->files.at(0).text, HasSubstr("converters = [\"quantize.linear.float8\"]"));
   EXPECT_THAT(e->files.at(0).text, HasSubstr("enable_fsdp_float8_all_gather = true"));
   EXPECT_THAT(e->files.at(0).text, Not(HasSubstr("recipe_name")));
+  // A workload that gathers bf16 (torchtitan's bare default) gets that.
+  Plan bf16_gather = p;
+  bf16_gather.workload.fp8_all_gather = Setting::kOff;
+  StatusOr<Emitted> off = TorchtitanConfig(bf16_gather, Shape(bf16_gather));
+  ASSERT_TRUE(off.ok());
+  EXPECT_THAT(off->files.at(0).text, HasSubstr("enable_fsdp_float8_all_gather = false"));
+  EXPECT_THAT(off->files.at(0).text, HasSubstr("precompute_float8_dynamic_scale_for_fsdp = false"));
   // Rowwise scaling names its recipe and communicates in bf16: torchtitan refuses a
   // recipe_name beside the float8 FSDP all-gather. Releases from 2026-04-27 run rowwise only.
   for (const bool by_release : {false, true}) {

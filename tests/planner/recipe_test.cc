@@ -144,6 +144,44 @@ TEST(Recipe, TorchtitanTrainsOtherModelTypesAsTransformersModules) {
   EXPECT_FALSE(Assumes(AssumedBy(as_llama, w, *l), "model code:"));
 }
 
+// torchao's float8 all-gather: under tensorwise scaling FSDP2 gathers each float8 linear's
+// weight in float8 (fsdp_pre_all_gather), so what pipeline parallelism keeps gathered
+// (reshard_after_forward=False) is 1 byte per element, not 2. torchtitan's Llama 3.1 405B
+// config turns it on; its 2024-12 benchmark (benchmarks/llama3_h100_202412_torchtitan.md,
+// Table 5: FSDP 8 x TP 8 x PP 8 on 512 H100s with 96 GB, float8, 1F1B) logged 82.5 GiB
+// reserved at the fullest rank.
+TEST(Recipe, TorchtitanGathersFloat8WeightsInFloat8) {
+  const ModelSpec m = Builtin("llama-3.1-405b");
+  const ClusterSpec c = Cluster("nodes: 64\ngpus_per_node: 8\ngpu:\n  name: H100 96GB HBM2e\n  memory: 96 GiB\n"
+                                "  memory_bandwidth: 2.4 TB/s\n  power_limit: 500 W\n");
+  const std::string layout = "framework=torchtitan,dp=8,tp=8,pp=8,zero=3,ac=full,tp_overlap=on";
+  const std::string base = "task: pretrain\nprecision: fp8\noptimizer: adamw\nseq_len: 8192\nglobal_batch: 256\n"
+                           "compile: true\nrelease: \"2024-12-26\"\n";
+  const Workload unstated = Recipe(base);
+  const Workload off = Recipe(base + "fp8_all_gather: off\n");
+  const MemoryEstimate fp8 = Estimate(m, unstated, c, layout);
+  const MemoryEstimate bf16 = Estimate(m, off, c, layout);
+  ASSERT_GT(Term(fp8, "unsharded_params_kept"), 0);
+  EXPECT_NEAR(static_cast<double>(Term(bf16, "unsharded_params_kept")), 2.0 * Term(fp8, "unsharded_params_kept"), 2);
+  EXPECT_NEAR(ToGiB(fp8.fullest().reserved_peak), 82.5, 0.05 * 82.5);
+  EXPECT_GT(ToGiB(bf16.fullest().reserved_peak), 82.5 * 1.08);  // what gathering bf16 over-states
+
+  auto parsed = ParseLayout(layout);
+  ASSERT_TRUE(parsed.ok());
+  auto l = ResolveLayout(m, unstated, c, *parsed);
+  ASSERT_TRUE(l.ok());
+  EXPECT_TRUE(Assumes(AssumedBy(m, unstated, *l), "fp8_all_gather: on"));
+  EXPECT_FALSE(Assumes(AssumedBy(m, off, *l), "fp8_all_gather:"));
+  EXPECT_TRUE(Float8AllGather(unstated, *l));
+  EXPECT_FALSE(Float8AllGather(off, *l));
+  // Rowwise scaling communicates in bf16, and torchtitan refuses the pair.
+  const Workload rowwise = Recipe(base + "fp8_recipe: rowwise\nfp8_all_gather: on\n");
+  EXPECT_FALSE(Float8AllGather(rowwise, *l));
+  EXPECT_TRUE(Assumes(AssumedBy(m, rowwise, *l), "fp8_all_gather: off (torchtitan refuses"));
+  // torchtitan's own key reads as ours.
+  EXPECT_EQ(Recipe(base + "enable_fsdp_float8_all_gather: false\n").fp8_all_gather, Setting::kOff);
+}
+
 // PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
 // earlier wrapping and torchtune both pass: the embeddings, norm and head are gathered through
 // forward, freed, and gathered again when backward reaches the root, after the loss's backward.
