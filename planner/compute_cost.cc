@@ -63,6 +63,20 @@ constexpr double kAttentionKeysHalf = 200;
 // (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py).
 constexpr double kRingMergeBytes = 6;
 constexpr double kRingMergeShare = 0.75;
+// PyTorch's context_parallel (torch/distributed/tensor/experimental/_attention.py, which
+// torchtitan runs) merges in fp32 and in eager ops. Forward, per element of the local output:
+// the step's output cast to fp32 (read 2, write 4), then out - sigmoid(dlse) * (out - block)
+// as three passes (12 + 8 + 12): 38 B. Half the steps (source after the rank, load balanced)
+// cover the second half of the queries only, 19 B, and splice the half back with torch.cat
+// over the whole output (read 4, write 4): 27 B. Both kinds, averaged: 32.5 B per step past
+// the first, and the first step's cast and the result's cast back (6 + 6). Each step also
+// concatenates the K and V it forwards (read and write, bf16: 4 B per K/V element).
+// Backward: grad_query accumulates in fp32 (read 4 + 2, write 4: 10 B), or, on half the
+// steps, into one half spliced back by torch.cat (5 + 8 = 13 B): 11.5 B per query element per
+// step; grad K/V the same, plus the fp32 concatenation they travel in (8 B) and the K/V
+// concatenation (4 B): 23.5 B per K/V element per step; and both cast back to bf16 (6 B).
+constexpr double kTorchRingStepBytes = 32.5, kTorchRingEndBytes = 12, kTorchRingKvCatBytes = 4;
+constexpr double kTorchRingQGradBytes = 11.5, kTorchRingKvGradBytes = 23.5, kTorchRingGradCastBytes = 6;
 // Tensor cores need 16-byte-aligned matrix dims; a head dim that is not a multiple of 8
 // elements falls back to SIMT kernels, ~10x slower (NVIDIA Matrix Multiplication guide;
 // BLOOM chronicles: NHIDDEN 14400 with 64 heads, head dim 225, ran ~25% slower end to end).
@@ -281,6 +295,14 @@ void RingMerges(const LayerShape& x, Forward* f) {
   const double kv = m.attention == AttentionKind::kMla
                         ? heads * (QkDim(m) + VDim(m))
                         : 2 * std::max(m.kv_width() / static_cast<double>(x.tp), static_cast<double>(m.head_dim));
+  if (x.torch_ring) {
+    const double out = x.tokens * heads * VDim(m), q = x.tokens * heads * QkDim(m), kv_elems = x.tokens * kv;
+    f->attn += MemSeconds(x.hw, out * ((x.cp - 1) * kTorchRingStepBytes + kTorchRingEndBytes) +
+                                    kv_elems * x.cp * kTorchRingKvCatBytes);
+    f->attn_bwd += MemSeconds(x.hw, q * (x.cp * kTorchRingQGradBytes + kTorchRingGradCastBytes) +
+                                        kv_elems * (x.cp * kTorchRingKvGradBytes + kTorchRingGradCastBytes));
+    return;
+  }
   const double bytes = x.cp * kRingMergeShare * kRingMergeBytes * x.tokens;  // per head-dim element
   f->attn += MemSeconds(x.hw, bytes * heads * VDim(m));
   f->attn_bwd += MemSeconds(x.hw, bytes * (heads * QkDim(m) + kv));

@@ -88,6 +88,7 @@ struct LayerShape {
   bool fused = false;   // fused elementwise kernels
   bool flash = true;    // fused attention
   bool fp4 = false;     // the low-precision GEMMs (`fp8`) are NVFP4
+  bool torch_ring = false;  // context parallelism is PyTorch's ring attention (torchtitan)
 };
 
 // Forward seconds of one layer, by kind of work, and the attention backward.

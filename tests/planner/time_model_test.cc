@@ -551,6 +551,26 @@ TEST(Hardware, AttentionKernelsMatchTransformerEngineTimings) {
                    HardwareFor(A100(), Dtype::kBf16).attention);
 }
 
+// PyTorch's ring attention (context_parallel, torchtitan's context parallelism) merges each
+// step's partial output in fp32 eager ops, splices half-query steps back with torch.cat, and
+// accumulates the Q/K/V gradients in fp32; Transformer Engine's p2p ring merges in 16 bits.
+// One rank of Llama 3.1 8B at 262,144 tokens over CP 8 (torchtitan's 2024-12 Table 2 run):
+// 32,768 local tokens, 32 x 128 query and output elements and 2 x 8 x 128 K/V per token.
+TEST(EstimateTime, TorchRingAttentionMergesInFp32) {
+  ModelSpec m = Llama2_7B();
+  m.kv_heads = 8;
+  const Hw hw = HardwareFor(H100(), Dtype::kBf16);
+  const LayerShape te{m, hw, 1, 8, 1, 1, 262144, 32768};
+  LayerShape torch = te;
+  torch.torch_ring = true;
+  const Forward a = LayerForward(te, 0), b = LayerForward(torch, 0);
+  const double q = 32768.0 * 32 * 128, kv = 32768.0 * 2 * 8 * 128, te_step = 0.75 * 6 * 8 * 32768.0;
+  EXPECT_NEAR(b.attn - a.attn, MemSeconds(hw, q * (7 * 32.5 + 12) + kv * 8 * 4) - MemSeconds(hw, te_step * 32 * 128), 1e-9);
+  EXPECT_NEAR(b.attn_bwd - a.attn_bwd,
+              MemSeconds(hw, q * (8 * 11.5 + 6) + kv * (8 * 23.5 + 6)) - MemSeconds(hw, te_step * (32 * 128 + 2 * 8 * 128)),
+              1e-9);
+}
+
 // Megatron-core runs TE's cuDNN attention on Hopper unless a context-parallel ring carries it;
 // other stacks, and a kernel the config names, keep theirs.
 TEST(EstimateTime, AttentionKernelByStack) {
