@@ -103,6 +103,17 @@ constexpr double kScorePasses = 4;
 constexpr double kPermutePasses = 4;
 // FP8 (Transformer Engine): each GEMM input is read in bf16 and written in fp8: 3 bytes.
 constexpr double kFp8CastBytes = 3;
+// torchao's rowwise float8 (torchtitan's recipe_name "rowwise") scales each GEMM operand per
+// row for one GEMM and per column for the other, so every cast also writes a transposed bf16
+// copy and casts it again: torchao's roofline (torchao/testing/training/roofline_utils.py,
+// get_tensor_memory_traffic_ovhd_s, with the amax read fused into the producer as
+// torch.compile does) counts 6 B per activation element where tensorwise needs 4.
+constexpr double kRowwiseCastRatio = 6.0 / 4.0;
+// Its backward GEMMs accumulate slowly (Float8LinearConfig's grad_input and grad_weight
+// gemm configs), a mode in which torchao runs cuBLAS's tensorwise kernel at unit scales and
+// rescales the bf16 output afterwards (torchao/float8/float8_ops.py, addmm_float8_unwrapped:
+// output *= post_inverse_scale): one more read and write of every input and weight gradient.
+constexpr double kRowwiseRescaleBytes = 4;
 // NVFP4 (Transformer Engine's nvfp4 recipe): an amax pass for the per-tensor scale, then one
 // read that writes both the rowwise and the columnwise copies, 0.5 B + an e4m3 scale per 16
 // values each: 2 + 2 + 2 x 0.5625 bytes.
@@ -325,8 +336,32 @@ void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forwar
   double elems = e.h * norms * h / hidden_split + (attention ? e.qkv * proj / tp : 0) + (mlp ? e.ffn * inner / tp : 0);
   if (moe && mlp) elems += kPermutePasses * m.experts_per_token * static_cast<double>(m.expert_width()) / tp;
   double bytes = x.tokens * elems * x.act;
-  if (x.fp8) bytes += x.tokens * (x.fp4 ? kFp4CastBytes : kFp8CastBytes) * (2 * norms * h + (attention ? proj / tp : 0) + (mlp ? inner / tp : 0));
+  if (x.fp8)
+    bytes += x.tokens * (x.fp4 ? kFp4CastBytes : kFp8CastBytes) * (x.rowwise ? kRowwiseCastRatio : 1) *
+             (2 * norms * h + (attention ? proj / tp : 0) + (mlp ? inner / tp : 0));
   f->elem += MemSeconds(x.hw, bytes);
+}
+
+// torchao rowwise float8's rescale of each backward GEMM output (kRowwiseRescaleBytes): the
+// input gradient of every linear (torchtitan's wq, wk and wv each take the whole hidden
+// state, as w1 and w3 do; under TP those are partial sums over the full sequence) and its
+// weight gradient, per micro-batch. Dense blocks only: routed experts run grouped GEMMs.
+void RowwiseRescale(const LayerShape& x, bool moe, bool attention, bool mlp, Forward* f) {
+  if (!x.rowwise || !x.fp8 || x.fp4) return;
+  const ModelSpec& m = x.m;
+  const double tp = x.tp, h = m.hidden;
+  double inputs = 0, weights = 0;
+  if (attention && m.attention != AttentionKind::kMla) {
+    const double q_out = m.attention_gate ? 2 * m.q_width() : m.q_width();
+    inputs += 3 * h + m.q_width() / tp;
+    weights += h * (q_out + 2 * m.kv_width()) / tp + h * m.q_width() / tp;
+  }
+  if (mlp && !moe) {
+    const double up = m.mlp == MlpKind::kGated ? 2 : 1, ffn = m.intermediate / tp;
+    inputs += up * h + ffn;
+    weights += (up + 1) * h * ffn;
+  }
+  f->elem_bwd += MemSeconds(x.hw, kRowwiseRescaleBytes * (x.tokens * inputs + weights));
 }
 
 }  // namespace
@@ -545,6 +580,7 @@ Forward LayerForward(const LayerShape& x, int64_t layer) {
   }
   if (mlp) MlpGemms(x, moe, &f);
   if (attention || mlp) Elementwise(x, moe, attention, mlp, &f);
+  if (attention || mlp) RowwiseRescale(x, moe, attention, mlp, &f);
   if (m.has_linear_mixer(layer)) LinearMixerBlock(x, &f);
   return f;
 }

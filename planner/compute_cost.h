@@ -89,6 +89,7 @@ struct LayerShape {
   bool flash = true;    // fused attention
   bool fp4 = false;     // the low-precision GEMMs (`fp8`) are NVFP4
   bool torch_ring = false;  // context parallelism is PyTorch's ring attention (torchtitan)
+  bool rowwise = false;     // the float8 linears are torchao's rowwise recipe (torchtitan)
 };
 
 // Forward seconds of one layer, by kind of work, and the attention backward.
@@ -96,6 +97,7 @@ struct Forward {
   double gemm = 0, attn = 0, elem = 0;
   double sac_gemm = 0;  // GEMMs torchtitan's per-op SAC recomputes (every second mm)
   double attn_bwd = 0;  // backward of the attention core
+  double elem_bwd = 0;  // elementwise passes only backward runs
 };
 
 // Layer `layer` of the model: its attention or linear mixer and its MLP or MoE block, as

@@ -239,7 +239,7 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const double dequant = DequantSeconds(x);
   const double fwd = f.gemm + f.attn + f.elem + dequant;
   LayerCost c;
-  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + dequant;
+  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + f.elem_bwd + dequant;
   c.wgrad = x.lora ? 0 : f.gemm;  // dW costs what the forward GEMMs cost
   if (rc == Rc::kFull) c.recompute = fwd;
   if (rc == Rc::kSelective) {
@@ -637,7 +637,8 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                          static_cast<double>(AtLeast1(l.mbs)) * w.seq_len / AtLeast1(l.cp),
                          prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8 || prec == Dtype::kFp4,
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
-                         l.sp, k.fused, k.flash, prec == Dtype::kFp4, TorchtitanItself(l)};
+                         l.sp, k.fused, k.flash, prec == Dtype::kFp4, TorchtitanItself(l),
+                         prec == Dtype::kFp8 && ResolvedFp8Recipe(w, l) == Fp8Recipe::kRowwise && TorchtitanItself(l)};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
