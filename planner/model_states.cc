@@ -284,12 +284,30 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   if (shard && (!qlora || base_offloaded))
     Add(out, "gathered_units_forward", 3.0 * (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
         Phase::kForward, Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
+  // The adapters are sharded like any trained parameter: FSDP (torchtune's
+  // lora_finetune_distributed, PEFT under accelerate) shards every parameter of a wrapped
+  // layer, the adapters' gradients and, with them, their optimizer states. DeepSpeed
+  // partitions the optimizer states from stage 1 and the gradients from stage 2; at stage 3
+  // it keeps parameters below stage3_param_persistence_threshold (10 x hidden under HF's
+  // "auto") whole on every rank, which most LoRA factors are (r x hidden at the usual ranks),
+  // so their parameters are taken unpartitioned.
+  const bool fsdp = l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan;
+  const bool deepspeed = l.framework == Framework::kDeepSpeed;
+  const double degree = std::max(1, DenseShardDegree(l));
+  auto over = [&](bool sharded) { return sharded ? degree : 1.0; };
   const double a = static_cast<double>(s.adapter_params);
   const double ab = ctx.r.adapter_bytes;
-  Add(out, "adapter_params", ab * a, Phase::kSetup, Phase::kStep,
-      "LoRA A/B in fp32 (peft autocast_adapter_dtype); torchtune keeps them in its bf16 dtype");
-  Add(out, "adapter_gradients", ab * a, l.grad_accum > 1 ? Phase::kLossBackward : Phase::kBackward, Phase::kStep, "adapter grads in the adapters' dtype");
-  AddOptimizer(ctx, a, false, out, l.framework != Framework::kDeepSpeed);
+  const double a_params = a / over(fsdp && l.zero >= 3);
+  const double a_grads = a / over((fsdp || deepspeed) && l.zero >= 2);
+  const double a_states = a / over((fsdp && l.zero >= 2) || (deepspeed && l.zero >= 1));
+  // FSDP's CPU offload keeps the sharded parameters and their gradients in host memory and
+  // steps the optimizer there; DeepSpeed's offload_optimizer moves the states.
+  if (fsdp && base_offloaded) return;
+  Add(out, "adapter_params", ab * a_params, Phase::kSetup, Phase::kStep,
+      "LoRA A/B in fp32 (peft autocast_adapter_dtype); torchtune keeps them in its bf16 dtype; sharded with the layer");
+  Add(out, "adapter_gradients", ab * a_grads, l.grad_accum > 1 ? Phase::kLossBackward : Phase::kBackward, Phase::kStep,
+      "adapter grads in the adapters' dtype, reduce-scattered where gradients are sharded");
+  AddOptimizer(ctx, a_states, deepspeed && l.offload_optimizer != Offload::kNone, out, l.framework != Framework::kDeepSpeed);
 }
 
 }  // namespace

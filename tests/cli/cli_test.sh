@@ -61,8 +61,9 @@ check missing-file 2 -- "$bin" inspect --model "$tmp/nope.json"
 printf 'task: lora\nseq_len: 1024\nlora:\n  rank: 8\n  targets: [query_key_value, dense]\n' > "$tmp/bloom-lora.yaml"
 printf '{"model_type": "bloom", "hidden_size": 4096, "n_head": 32, "n_layer": 30}\n' > "$tmp/bloom.json"
 check lora-family-names 0 -- "$bin" estimate --model "$tmp/bloom.json" --cluster dgx-a100 --workload "$tmp/bloom-lora.yaml" --layout dp=8 --json
-# 30 layers x r 8 x ((h + 3h) + (h + h)) adapters, fp32 (peft's autocast_adapter_dtype)
-json lora-family-names-adapters 'j["memory"]["per_gpu"]["terms"]["adapter_params"] == 30 * 8 * ((4096 + 3 * 4096) + 2 * 4096) * 4'
+# 30 layers x r 8 x ((h + 3h) + (h + h)) adapters, fp32 (peft's autocast_adapter_dtype), an
+# eighth per rank under FSDP 8 (the layout resolves to FULL_SHARD)
+json lora-family-names-adapters 'j["layout"]["zero"] == 3 and j["memory"]["per_gpu"]["terms"]["adapter_params"] == 30 * 8 * ((4096 + 3 * 4096) + 2 * 4096) * 4 // 8'
 printf 'task: lora\nlora:\n  targets: [c_attn]\n' > "$tmp/bloom-bad-lora.yaml"
 check lora-unknown-target 2 -- "$bin" estimate --model "$tmp/bloom.json" --cluster dgx-a100 --workload "$tmp/bloom-bad-lora.yaml"
 expect lora-unknown-target-msg "$tmp/err" 'bloom-bad-lora.yaml: lora.targets: "c_attn" names no Linear module of a bloom layer'

@@ -182,6 +182,32 @@ TEST(Recipe, TorchtitanGathersFloat8WeightsInFloat8) {
   EXPECT_EQ(Recipe(base + "enable_fsdp_float8_all_gather: false\n").fp8_all_gather, Setting::kOff);
 }
 
+// LoRA adapters are sharded like any trained parameter: FSDP shards their parameters,
+// gradients and optimizer states over the data-parallel ranks. Llama-3.1-70B with rank-16
+// adapters on q, k and v: 80 x 16 x (2 x 8,192 + 2 x (8,192 + 1,024)) = 44,564,480 adapter
+// parameters, an eighth per rank under FSDP 8. Our H100 record of torchtune's recipe
+// (bench/data/calibration/l70b-tune-lora-fsdp8-s4k-b2-full: 2 x 4,096 tokens, full
+// recomputation, torch 2.11) peaked at 40,968,360,960 B allocated.
+TEST(Recipe, LoraAdaptersShardWithTheirLayers) {
+  const ModelSpec m = Builtin("llama-3.1-70b");
+  const ClusterSpec c = DgxH100();
+  const Workload w = Recipe("task: lora\nprecision: bf16\nmaster_weights: none\noptimizer: adamw\nloss: chunked\n"
+                            "seq_len: 4096\nglobal_batch: 16\ncompile: false\ntorch: \"2.11\"\n"
+                            "lora: {rank: 16, targets: [q_proj, k_proj, v_proj]}\n");
+  const MemoryEstimate e = Estimate(m, w, c, "framework=torchtune,dp=8,tp=1,zero=3,mbs=2,ac=full");
+  const int64_t adapters = 44564480;
+  EXPECT_EQ(Term(e, "adapter_params"), 2 * adapters / 8);      // bf16, torchtune's dtype
+  EXPECT_EQ(Term(e, "adapter_gradients"), 2 * adapters / 8);
+  EXPECT_EQ(Term(e, "optimizer_states"), 2 * 2 * adapters / 8);  // AdamW's two bf16 moments
+  EXPECT_NEAR(static_cast<double>(e.fullest().allocated_peak), 40968360960.0, 0.01 * 40968360960.0);
+  // DeepSpeed ZeRO-2 partitions the adapters' gradients and states, not the adapters.
+  const Workload peft = Recipe("task: lora\nprecision: bf16\noptimizer: adamw\nseq_len: 4096\nglobal_batch: 16\n"
+                               "lora: {rank: 16, targets: [q_proj, k_proj, v_proj]}\n");
+  const MemoryEstimate z2 = Estimate(m, peft, c, "framework=deepspeed,dp=8,zero=2,mbs=2,ac=full");
+  EXPECT_EQ(Term(z2, "adapter_params"), 4 * adapters);  // peft keeps them in fp32
+  EXPECT_EQ(Term(z2, "adapter_gradients"), 4 * adapters / 8);
+}
+
 // PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
 // earlier wrapping and torchtune both pass: the embeddings, norm and head are gathered through
 // forward, freed, and gathered again when backward reaches the root, after the loss's backward.
