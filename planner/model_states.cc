@@ -281,7 +281,10 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   } else if (!base_offloaded) {
     Add(out, "frozen_base_weights", WeightBytes(ctx.w) * base, Phase::kSetup, Phase::kStep, "frozen bf16 base weights");
   }  // else ZeRO-3 / FSDP parameter offload: the base lives in host memory, gathered per unit
-  if (shard && (!qlora || base_offloaded))
+  // A sharded 4-bit base is gathered per unit like any other (PEFT's QLoRA under FSDP or
+  // ZeRO-3 stores the NF4 blocks in bnb_4bit_quant_storage so they flatten and gather;
+  // torchtune's NF4 tensors are FSDP2 shards).
+  if (shard)
     Add(out, "gathered_units_forward", 3.0 * (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
         Phase::kForward, Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
   // The adapters are sharded like any trained parameter: FSDP (torchtune's

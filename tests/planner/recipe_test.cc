@@ -12,6 +12,7 @@
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
 #include "planner/memory_model.h"
+#include "planner/quantization.h"
 #include "planner/recipe.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
@@ -206,6 +207,23 @@ TEST(Recipe, LoraAdaptersShardWithTheirLayers) {
   const MemoryEstimate z2 = Estimate(m, peft, c, "framework=deepspeed,dp=8,zero=2,mbs=2,ac=full");
   EXPECT_EQ(Term(z2, "adapter_params"), 4 * adapters);  // peft keeps them in fp32
   EXPECT_EQ(Term(z2, "adapter_gradients"), 4 * adapters / 8);
+}
+
+// A sharded QLoRA base is gathered a layer at a time like any FSDP or ZeRO-3 unit: PEFT stores
+// the NF4 blocks in bnb_4bit_quant_storage so they flatten, torchtune's NF4 tensors are FSDP2
+// shards. Llama-3.1-70B's layer holds 855,654,400 weights; the current unit and the
+// prefetched next, with the copy-out, are 3 units in flight.
+TEST(Recipe, ShardedQloraGathersItsFourBitUnits) {
+  const ModelSpec m = Builtin("llama-3.1-70b");
+  const ClusterSpec c = DgxH100();
+  const Workload w = Recipe("task: qlora\nprecision: bf16\noptimizer: adamw\nseq_len: 2048\nglobal_batch: 16\n");
+  for (const char* layout : {"framework=fsdp,dp=8,zero=3,mbs=2,ac=full", "framework=deepspeed,dp=8,zero=3,mbs=2,ac=full"}) {
+    const MemoryEstimate e = Estimate(m, w, c, layout);
+    EXPECT_NEAR(static_cast<double>(Term(e, "gathered_units_forward")),
+                3 * QuantizedBytesPerParam(Dtype::kNf4) * 855654400.0, 4) << layout;
+  }
+  // One GPU holds the whole base and gathers nothing.
+  EXPECT_EQ(Term(Estimate(m, w, OneGpu("h100-sxm-80gb"), "framework=fsdp,dp=1,zero=0,mbs=2,ac=full"), "gathered_units_forward"), 0);
 }
 
 // PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
