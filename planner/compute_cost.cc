@@ -345,7 +345,8 @@ void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forwar
 // torchao rowwise float8's rescale of each backward GEMM output (kRowwiseRescaleBytes): the
 // input gradient of every linear (torchtitan's wq, wk and wv each take the whole hidden
 // state, as w1 and w3 do; under TP those are partial sums over the full sequence) and its
-// weight gradient, per micro-batch. Dense blocks only: routed experts run grouped GEMMs.
+// weight gradient, per micro-batch. Dense blocks only: routed experts run grouped GEMMs, and
+// MLA's projections (torchtitan's DeepSeek) are left out.
 void RowwiseRescale(const LayerShape& x, bool moe, bool attention, bool mlp, Forward* f) {
   if (!x.rowwise || !x.fp8 || x.fp4) return;
   const ModelSpec& m = x.m;

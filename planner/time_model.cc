@@ -443,6 +443,7 @@ struct StageCost {
   LayerCost layers;       // summed over the stage's layers and extras
   double fwd_bwd = 0;     // compute + recompute + exposed comm of one micro-batch
   double dense_params = 0, expert_params = 0;  // on this stage, before any sharding
+  double root_params = 0;  // of dense_params: embeddings, head and final norm
   double backward = 0, forward = 0;            // one micro-batch, for overlap windows
 };
 
@@ -459,6 +460,9 @@ StageCost StageDetail(const Ctx& x, const LayerTable& t, const StageShape& sh) {
   if (sh.first) sc.layers.compute += t.embed_seconds;
   if (sh.last) sc.layers.compute += t.head_seconds + t.mtp_seconds;
   std::tie(sc.dense_params, sc.expert_params) = StageParams(x, t, sh);
+  if (sh.first) sc.root_params += t.embedding_params;
+  if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) sc.root_params += t.head_params;
+  if (sh.last) sc.root_params += t.final_norm_params;
   sc.forward = sc.layers.compute / 3;  // forward is ~1/3 of fwd + bwd compute
   sc.backward = sc.layers.compute - sc.forward;
   sc.fwd_bwd = sc.layers.total();
@@ -486,9 +490,11 @@ struct DpCost {
 DpCost DataParallel(const Ctx& x, const StageCost& sc, int64_t micro_batches, double stage_layers) {
   DpCost d;
   const int tp = x.tp, dpcp = x.dp * x.cp;
-  // torchao's float8 all-gather moves the float8 linears' weights at 1 byte (recipe.h).
-  const double param_bytes = Float8AllGather(x.w, x.l) ? 1 : 2;
+  const double param_bytes = 2;
   double dense = sc.dense_params / tp, expert = sc.expert_params / (x.ep * x.etp);
+  // torchao's float8 all-gather moves the layers' weights at 1 byte (recipe.h); embeddings,
+  // head and norms stay bf16.
+  const double gathered = Float8AllGather(x.w, x.l) ? (sc.root_params + (sc.dense_params - sc.root_params) / 2) / tp : dense;
   double grads_dense = dense, grads_expert = expert;
   if (x.lora) {
     grads_dense = x.lora_layer_params * stage_layers / tp;
@@ -502,7 +508,7 @@ DpCost DataParallel(const Ctx& x, const StageCost& sc, int64_t micro_batches, do
   if (x.l.zero >= 3) {
     const int shard = AtLeast1(x.l.shard_degree()) * x.cp;
     const Tier tier = GroupTier(x.c, SpanOf(x.l, GroupKind::kShardContext));
-    const double gather = CollectiveSeconds(Collective::kAllGather, (dense + expert) * param_bytes, shard, tier);
+    const double gather = CollectiveSeconds(Collective::kAllGather, (gathered + expert) * param_bytes, shard, tier);
     const double reduce = CollectiveSeconds(Collective::kReduceScatter, (grads_dense + grads_expert) * gb, shard, tier);
     // Every micro-batch gathers its parameters for forward and, when resharded after
     // forward, again for backward. Gradients are reduce-scattered every backward, except
