@@ -18,8 +18,8 @@ data. What that leaves out is listed in every record (LEFT_OUT).
 
 What it runs, per framework (the layout's `framework=`):
 - torchtitan: fully_shard per decoder layer and on the root (from `release: 2025-07-28` the
-  embeddings and [norm, output] as units of their own); a Llama at one TP rank runs
-  torchtitan's own block (torchtitan_code), other models transformers'; fp32 parameters with bf16
+  embeddings and [norm, output] as units of their own); a Llama runs torchtitan's own block
+  (torchtitan_code) at any TP degree, other models transformers'; fp32 parameters with bf16
   compute and fp32 gradient reduction (MixedPrecisionPolicy), or pure bf16 with
   `master_weights: none`; tensor parallelism with sequence parallelism (torchtitan always
   shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel); the caching
@@ -267,8 +267,10 @@ def build_model(run, torch, device):
 
 def runs_torchtitan_code(run):
     """torchtitan's own Llama 3 block stands in for transformers' where the harness can put it:
-    a dense llama model_type, one TP rank (the TP plan shards transformers' norms)."""
-    return (run.framework == "torchtitan" and run.config.get("model_type") == "llama" and run.tp == 1
+    a dense llama model_type, at any TP degree. Under TP the block's norms take the sequence-
+    sharded DTensors that SequenceParallel hands them, as torchtitan's nn.RMSNorm does, and its
+    attention the local heads of the column-parallel projections."""
+    return (run.framework == "torchtitan" and run.config.get("model_type") == "llama"
             and run.task != "inference" and not run.lora_rank)
 
 

@@ -132,10 +132,10 @@ def main():
         check(got.get("tiny-fsdp8-r2508", {}).get("local_params") == 1705216 // 8,
               f"the later torchtitan wrapping shards all 1,705,216 parameters eight ways "
               f"(got {got.get('tiny-fsdp8-r2508', {}).get('local_params')})")
-        # torchtitan's own block stands in for transformers' on a llama at one TP rank; the TP
-        # plan shards transformers' norms, so a 2-D run keeps transformers' code.
+        # torchtitan's own block stands in for transformers' on a llama, 2-D runs included (its
+        # norms take SequenceParallel's sharded DTensors as torchtitan's nn.RMSNorm does).
         check(got.get("tiny-fsdp8-r2508", {}).get("model_code") == "torchtitan"
-              and got.get("tiny-fsdp4-tp2-sel", {}).get("model_code") == "transformers"
+              and got.get("tiny-fsdp4-tp2-sel", {}).get("model_code") == "torchtitan"
               and got.get("tiny-hf-lora", {}).get("model_code") == "transformers",
               "torchtitan's code runs where the harness can put it, and the record says which ran")
         check(all(r.get("fits") for r in got.values()) and len(got) == 6, "all six ran")
