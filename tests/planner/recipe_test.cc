@@ -66,12 +66,17 @@ ClusterSpec DgxH100() {
   return *c;
 }
 
-MemoryEstimate Estimate(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const std::string& layout) {
+// The --layout string as the CLI resolves it for `w` on `c`.
+Layout Resolved(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const std::string& layout) {
   auto parsed = ParseLayout(layout);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   auto l = ResolveLayout(m, w, c, *parsed);
   EXPECT_TRUE(l.ok()) << l.status().message();
-  return EstimateMemory(m, w, *l, c);
+  return l.ok() ? *l : Layout{};
+}
+
+MemoryEstimate Estimate(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const std::string& layout) {
+  return EstimateMemory(m, w, Resolved(m, w, c, layout), c);
 }
 
 // Whether one of the recipe's stated assumptions begins with `prefix`.
@@ -113,12 +118,9 @@ TEST(Recipe, TorchtitanEmbeddingsReshardFrom2025_07_28) {
   const int64_t embeddings = 128256LL * 4096 * 2, head_and_norm = (128256LL * 4096 + 4096) * 2;
   EXPECT_EQ(Term(Estimate(m, older, c, layout), "root_unsharded_params"), embeddings + head_and_norm);
   EXPECT_EQ(Term(Estimate(m, newer, c, layout), "root_unsharded_params"), head_and_norm);
-  auto parsed = ParseLayout(layout);
-  ASSERT_TRUE(parsed.ok());
-  auto l = ResolveLayout(m, older, c, *parsed);
-  ASSERT_TRUE(l.ok());
-  EXPECT_TRUE(Assumes(AssumedBy(m, older, *l), "FSDP root: embeddings, norm and head gathered from forward to backward"));
-  EXPECT_FALSE(Assumes(AssumedBy(m, newer, *l), "FSDP root:"));
+  const Layout l = Resolved(m, older, c, layout);
+  EXPECT_TRUE(Assumes(AssumedBy(m, older, l), "FSDP root: embeddings, norm and head gathered from forward to backward"));
+  EXPECT_FALSE(Assumes(AssumedBy(m, newer, l), "FSDP root:"));
 }
 
 // torchtitan builds Llama in its own modules, but trains a model_type it has none for, such
@@ -167,18 +169,15 @@ TEST(Recipe, TorchtitanGathersFloat8WeightsInFloat8) {
   EXPECT_NEAR(ToGiB(fp8.fullest().reserved_peak), 82.5, 0.05 * 82.5);
   EXPECT_GT(ToGiB(bf16.fullest().reserved_peak), 82.5 * 1.08);  // what gathering bf16 over-states
 
-  auto parsed = ParseLayout(layout);
-  ASSERT_TRUE(parsed.ok());
-  auto l = ResolveLayout(m, unstated, c, *parsed);
-  ASSERT_TRUE(l.ok());
-  EXPECT_TRUE(Assumes(AssumedBy(m, unstated, *l), "fp8_all_gather: on"));
-  EXPECT_FALSE(Assumes(AssumedBy(m, off, *l), "fp8_all_gather:"));
-  EXPECT_TRUE(Float8AllGather(unstated, *l));
-  EXPECT_FALSE(Float8AllGather(off, *l));
+  const Layout l = Resolved(m, unstated, c, layout);
+  EXPECT_TRUE(Assumes(AssumedBy(m, unstated, l), "fp8_all_gather: on"));
+  EXPECT_FALSE(Assumes(AssumedBy(m, off, l), "fp8_all_gather:"));
+  EXPECT_TRUE(Float8AllGather(unstated, l));
+  EXPECT_FALSE(Float8AllGather(off, l));
   // Rowwise scaling communicates in bf16, and torchtitan refuses the pair.
   const Workload rowwise = Recipe(base + "fp8_recipe: rowwise\nfp8_all_gather: on\n");
-  EXPECT_FALSE(Float8AllGather(rowwise, *l));
-  EXPECT_TRUE(Assumes(AssumedBy(m, rowwise, *l), "fp8_all_gather: off (torchtitan refuses"));
+  EXPECT_FALSE(Float8AllGather(rowwise, l));
+  EXPECT_TRUE(Assumes(AssumedBy(m, rowwise, l), "fp8_all_gather: off (torchtitan refuses"));
   // torchtitan's own key reads as ours.
   EXPECT_EQ(Recipe(base + "enable_fsdp_float8_all_gather: false\n").fp8_all_gather, Setting::kOff);
 }

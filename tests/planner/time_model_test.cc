@@ -45,6 +45,16 @@ ModelSpec Llama3_70B() {
   return m;
 }
 
+// Llama-3.1-8B: Llama-3.1-70B's shape at 4,096 wide, 32 layers and heads, 14,336 FFN.
+ModelSpec Llama31_8B() {
+  ModelSpec m = Llama3_70B();
+  m.hidden = 4096;
+  m.layers = 32;
+  m.heads = 32;
+  m.intermediate = 14336;
+  return m;
+}
+
 // GPT-3 175B as Megatron benchmarks it (Narayanan et al. 2021): 4h GeLU MLP, vocab 51200.
 ModelSpec Gpt3_175B() {
   ModelSpec m;
@@ -560,11 +570,7 @@ TEST(Hardware, AttentionKernelsMatchTransformerEngineTimings) {
 // torchao's float8 README (Llama3-8b, 8 H100s, FSDP2, batch 1 x 8,192, compile, per-op SAC)
 // measured rowwise at 6,768 tokens/s against tensorwise's 7,689.5: 0.880.
 TEST(EstimateTime, TorchaoRowwiseFloat8CastsTwiceAndRescalesBackward) {
-  ModelSpec m = Llama3_70B();
-  m.hidden = 4096;
-  m.heads = 32;
-  m.layers = 32;
-  m.intermediate = 14336;
+  const ModelSpec m = Llama31_8B();
   const Hw hw = HardwareFor(H100(), Dtype::kFp8);
   LayerShape tensorwise{m, hw, 1, 1, 1, 1, 8192, 8192};
   tensorwise.fp8 = true;
@@ -667,11 +673,7 @@ TEST(EstimateTime, MptAttentionKernelAtLongSequence) {
 // (a <= b). Llama 3.1 8B: q and o 4096 x 4096, k and v 4096 x 1024, three 4096 x 14336 MLP
 // matrices per layer average 95,409 FLOPs per parameter; the optimizer term carries them.
 TEST(EstimateTime, MuonNewtonSchulzStep) {
-  ModelSpec m = Llama3_70B();
-  m.hidden = 4096;
-  m.layers = 32;
-  m.heads = 32;
-  m.intermediate = 14336;
+  const ModelSpec m = Llama31_8B();
   EXPECT_NEAR(MuonFlopsPerParam(m), 95409.23, 0.01);
   Layout l;
   l.framework = Framework::kMegatron;
