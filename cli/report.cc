@@ -110,7 +110,10 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"optimizer_in_backward", r.optimizer_in_backward}, {"paged_optimizer", r.paged_optimizer},
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
                    {"flash_attention", r.flash_attention}, {"attention_kernel", AttentionKernelName(p, r)},
-                   {"main_grad_bytes", r.main_grad_bytes}, {"assumed", assumed}};
+                   {"main_grad_bytes", r.main_grad_bytes}, {"float8_all_gather", r.float8_all_gather},
+                   {"assumed", assumed}};
+    if (p.workload.precision == Dtype::kFp8)
+      j["recipe"]["fp8_recipe"] = Fp8RecipeName(ResolvedFp8Recipe(p.workload, p.layout));
   }
   j["assumed"] = assumed;  // every default the answer took, cluster and layout included
   j["memory"] = MemoryJson(p.memory);

@@ -172,6 +172,14 @@ check mds-json2 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --l
 json mds-kernel 'j["recipe"]["attention_kernel"] == "materialized"'
 check megatron-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --layout framework=megatron,tp=8,ac=full --json
 json megatron-cudnn 'j["recipe"]["attention_kernel"] == "cudnn"'
+# torchtitan's tensorwise float8 over FSDP gathers float8 weights unless the workload says not,
+# and --json carries the recipe it resolved
+printf 'task: pretrain\nprecision: fp8\nseq_len: 4096\nglobal_batch: 8\n' > "$tmp/fp8.yaml"
+check titan-fp8 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/fp8.yaml" --layout framework=torchtitan,dp=8,zero=3,mbs=1 --json
+json titan-fp8-gather 'j["recipe"]["float8_all_gather"] is True and j["recipe"]["fp8_recipe"] == "tensorwise" and any(a.startswith("fp8_all_gather: on") for a in j["assumed"])'
+printf 'task: pretrain\nprecision: fp8\nseq_len: 4096\nglobal_batch: 8\nenable_fsdp_float8_all_gather: false\n' > "$tmp/fp8-off.yaml"
+check titan-fp8-off 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/fp8-off.yaml" --layout framework=torchtitan,dp=8,zero=3,mbs=1 --json
+json titan-fp8-gather-off 'j["recipe"]["float8_all_gather"] is False'
 check mbs-open 1 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --nodes 2 --global-batch 256 --layout framework=torchtitan,dp=2,pp=8,ac=full
 expect mbs-open-said "$tmp/out" "assumed: mbs: 16 (not stated; torchtitan releases before 2025-04-07 cut each rank's batch into pp micro-batches, the larger memory of the two; later ones default to pipeline_parallel_microbatch_size 1: say release: with the date of yours, or mbs=1)"
 expect mbs-open-newer "$tmp/out" "assumed: with mbs=1 this fits (needs"
