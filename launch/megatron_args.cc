@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "planner/recipe.h"
+
 namespace shardplan::launch {
 namespace {
 
@@ -115,6 +117,13 @@ void PrecisionFlags(const Plan& plan, Flags& f) {
       f.emplace_back("--fp4-recipe nvfp4");
       break;
     default: break;
+  }
+  // Layers kept in BF16 (megatron/core/fp8_utils.py and fp4_utils.py get_*_context).
+  const Bf16Layers kept = LowPrecisionBf16Layers(plan.model, plan.workload, plan.layout);
+  if (kept.count() > 0) {
+    Add(f, "--first-last-layers-bf16");
+    f.emplace_back("--num-layers-at-start-in-bf16 " + std::to_string(kept.start));
+    f.emplace_back("--num-layers-at-end-in-bf16 " + std::to_string(kept.end));
   }
 }
 

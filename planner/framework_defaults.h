@@ -87,5 +87,11 @@ constexpr double kMoeHostLayerSeconds = 2e-3;
 // Megatron-Bridge PRs 4211, 4249). Its Nemotron-H hybrid recipes graph only attention, Mamba
 // and the router (cuda_graph_scope), so their expert segments still wait on the host.
 constexpr int32_t kMegatronBridgeSyncFreeMoe = 20260600;
+// Megatron-Bridge's Nemotron 3 Super NVFP4 preset (training/mixed_precision.py,
+// nemotron_3_super_bf16_with_nvfp4_mixed, from 53d40d1bc of 2026-03-25, which its performance
+// recipes run) keeps the last 14 layers in BF16 (first_last_layers_bf16,
+// num_layers_at_end_in_bf16 = 14).
+constexpr int32_t kNemotron3SuperNvfp4Bf16Tail = 20260325;
+constexpr int kNemotron3SuperBf16TailLayers = 14;
 
 }  // namespace shardplan::defaults

@@ -73,6 +73,21 @@ bool Float8AllGather(const Workload& w, const Layout& l) {
          TorchtitanFloat8AllGather(w, l.zero >= 2 && l.shard_degree() * std::max(1, l.cp) > 1);
 }
 
+Bf16Layers LowPrecisionBf16Layers(const ModelSpec& m, const Workload& w, const Layout& l) {
+  Bf16Layers b;
+  const bool low_precision = w.precision == Dtype::kFp8 || w.precision == Dtype::kFp4;
+  if (!w.training() || !low_precision || l.framework != Framework::kMegatron) return b;
+  if (w.bf16_layers_start >= 0) {
+    b.start = std::min<int>(w.bf16_layers_start, static_cast<int>(m.layers));
+    b.end = std::min<int>(w.bf16_layers_end, static_cast<int>(m.layers) - b.start);
+    return b;
+  }
+  if (l.stack == Stack::kNemo && w.precision == Dtype::kFp4 && m.model_type == "nemotron_h" && m.moe_latent > 0 &&
+      ReleaseAtLeast(w, defaults::kNemotron3SuperNvfp4Bf16Tail))
+    b.end = std::min<int>(defaults::kNemotron3SuperBf16TailLayers, static_cast<int>(m.layers));
+  return b;
+}
+
 bool LossCompiledByRelease(const Workload& w, const Layout& l) {
   return w.training() && TorchtitanItself(l) && w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
@@ -238,6 +253,12 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     assume("fp8_recipe: tensorwise (torchtitan's float8 default until 2026-04-27, with float8 all-gathers for TP; "
            "later releases run rowwise only, all communication in bf16: say release: with the date of yours, or "
            "fp8_recipe: rowwise)");
+  const Bf16Layers bf16_layers = LowPrecisionBf16Layers(m, w, l);
+  if (bf16_layers.count() > 0 && w.bf16_layers_start < 0)
+    assume(("bf16_layers: {start: 0, end: " + std::to_string(bf16_layers.end) +
+            "} (Megatron-Bridge's Nemotron 3 Super NVFP4 preset keeps its last " + std::to_string(bf16_layers.end) +
+            " layers' GEMMs in BF16: say bf16_layers: {start: 0, end: 0} for a run without it)")
+               .c_str());
   r.float8_all_gather = Float8AllGather(w, l);
   if (r.float8_all_gather && w.fp8_all_gather == Setting::kAuto)
     assume("fp8_all_gather: on (FSDP gathers the float8 linears' weights in float8, as torchtitan's float8 docs and "

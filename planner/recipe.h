@@ -82,6 +82,17 @@ Fp8Recipe TorchtitanFp8Recipe(const Workload& w);
 bool TorchtitanFloat8AllGather(const Workload& w, bool sharded);
 bool Float8AllGather(const Workload& w, const Layout& l);
 
+// Layers whose GEMMs stay BF16 in an fp8 or nvfp4 Megatron run (--first-last-layers-bf16 with
+// --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16): the workload's bf16_layers, else
+// Megatron-Bridge's Nemotron 3 Super NVFP4 preset, which its performance recipes run, with its
+// last 14 layers in BF16 from 2026-03-25 (defaults::kNemotron3SuperNvfp4Bf16Tail), else none.
+// Read by the time model (those layers' GEMMs at the BF16 rate) and the Megatron args writer.
+struct Bf16Layers {
+  int start = 0, end = 0;
+  int count() const { return start + end; }
+};
+Bf16Layers LowPrecisionBf16Layers(const ModelSpec& m, const Workload& w, const Layout& l);
+
 // Megatron's main grads in fp32 (grad_reduce_in_fp32; arguments.py turns
 // accumulate_allreduce_grads_in_fp32 on under bf16). NeMo's and Megatron-Bridge's
 // performance recipes, which their published tables run, turn it off: bf16 grads. Read by

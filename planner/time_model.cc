@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <cmath>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -373,10 +374,15 @@ struct StageShape {
   bool first = false, last = false;
 };
 
+// Which of a stage's layers ShapeOf counts: all, or apart those a low-precision run keeps in
+// BF16 (recipe.h LowPrecisionBf16Layers) and those alone. The embeddings and the head go
+// with the first two.
+enum class LayerSet { kAll, kLowPrecision, kBf16 };
+
 // Layers on stage `s`: `stages` when given, else Megatron's balanced split with the
 // remainder on the earlier stages (layout.h StageLayers). Full recomputation takes the
 // stage's first ac_layers layers (Megatron --recompute-num-layers).
-StageShape ShapeOf(const Ctx& x, int s) {
+StageShape ShapeOf(const Ctx& x, int s, LayerSet set = LayerSet::kAll, Bf16Layers bf16 = {}) {
   const Layout& l = x.l;
   const ModelSpec& m = x.m;
   int first = 0, n = 0;
@@ -389,15 +395,36 @@ StageShape ShapeOf(const Ctx& x, int s) {
     n = base + (s < rem ? 1 : 0);
   }
   StageShape sh;
+  const int layers = static_cast<int>(m.layers);
+  auto counted = [&](int i) {
+    if (set == LayerSet::kAll) return true;
+    const bool kept = i < bf16.start || i >= layers - bf16.end;
+    return set == LayerSet::kBf16 ? kept : !kept;
+  };
+  const bool ends = set != LayerSet::kBf16;
   if (m.is_hybrid()) {  // full recomputation takes the stage's first ac_layers blocks
     const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
     for (int i = first; i < first + n && i < static_cast<int>(m.hybrid.size()); ++i) {
+      if (!counted(i)) continue;
       const int kind = HybridIndex(m, i);
       ++sh.hybrid[kind];
       if (i - first < rc) ++sh.hybrid_full[kind];
     }
-    sh.first = s == 0;
-    sh.last = s == x.pp - 1;
+    sh.first = ends && s == 0;
+    sh.last = ends && s == x.pp - 1;
+    return sh;
+  }
+  if (set != LayerSet::kAll) {  // a subset: count layer by layer
+    const int marked = static_cast<int>(m.moe_layer.size());
+    const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
+    for (int i = first; i < first + n; ++i) {
+      if (!counted(i)) continue;
+      const bool moe = x.moe_layers == m.layers || (x.moe_layers > 0 && i < marked && m.moe_layer[static_cast<size_t>(i)]);
+      (moe ? sh.moe : sh.dense) += 1;
+      if (i - first < rc) (moe ? sh.moe_full : sh.dense_full) += 1;
+    }
+    sh.first = ends && s == 0;
+    sh.last = ends && s == x.pp - 1;
     return sh;
   }
   if (x.moe_layers == m.layers) {
@@ -652,18 +679,41 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   const int64_t micro = AtLeast1(l.grad_accum);
 
   const LayerTable table = BuildTable(x);
+  // Layers a low-precision run keeps in BF16 are priced from a second table at BF16 rates.
+  const Bf16Layers bf16 = LowPrecisionBf16Layers(m, w, l);
+  std::optional<Ctx> xb;
+  LayerTable table_bf16;
+  if (bf16.count() > 0) {
+    xb.emplace(x);
+    xb->hw = HardwareFor(c.gpu, Dtype::kBf16, TrainingAttention(m, l, c.gpu));
+    xb->fp8 = xb->fp4 = xb->rowwise = false;
+    table_bf16 = BuildTable(*xb);
+  }
+  auto stage_seconds = [&](int s) {
+    if (!xb) return StageSeconds(table, ShapeOf(x, s));
+    return StageSeconds(table, ShapeOf(x, s, LayerSet::kLowPrecision, bf16)) +
+           StageSeconds(table_bf16, ShapeOf(x, s, LayerSet::kBf16, bf16));
+  };
+  auto stage_detail = [&](int s) {
+    if (!xb) return StageDetail(x, table, ShapeOf(x, s));
+    StageCost sc = StageDetail(x, table, ShapeOf(x, s, LayerSet::kLowPrecision, bf16));
+    const StageCost kept = StageDetail(*xb, table_bf16, ShapeOf(x, s, LayerSet::kBf16, bf16));
+    Add(&sc.layers, kept.layers, 1);
+    sc.fwd_bwd += kept.fwd_bwd, sc.forward += kept.forward, sc.backward += kept.backward;
+    sc.dense_params += kept.dense_params, sc.expert_params += kept.expert_params;
+    return sc;
+  };
   int slowest_stage = 0, heaviest_stage = 0;
   double sum_stage = 0, slowest_seconds = -1, heaviest_params = -1;
   for (int s = 0; s < x.pp; ++s) {
-    const StageShape sh = ShapeOf(x, s);
-    const double seconds = StageSeconds(table, sh);
-    const auto [dense, expert] = StageParams(x, table, sh);
+    const double seconds = stage_seconds(s);
+    const auto [dense, expert] = StageParams(x, table, ShapeOf(x, s));
     sum_stage += seconds;
     if (seconds > slowest_seconds) slowest_seconds = seconds, slowest_stage = s;
     if (dense + expert > heaviest_params) heaviest_params = dense + expert, heaviest_stage = s;
   }
-  const StageCost slowest = StageDetail(x, table, ShapeOf(x, slowest_stage));
-  const StageCost heaviest = StageDetail(x, table, ShapeOf(x, heaviest_stage));
+  const StageCost slowest = stage_detail(slowest_stage);
+  const StageCost heaviest = stage_detail(heaviest_stage);
   const double stage_layers = static_cast<double>(m.layers) / x.pp;
   const double busy = micro * slowest.fwd_bwd;
   // Interleaving divides the fill and drain by v, but a round of v chunks needs p micro-batches

@@ -112,6 +112,9 @@ struct Workload {
   LossKind loss = LossKind::kAuto;
   Fp8Recipe fp8_recipe = Fp8Recipe::kAuto;         // precision fp8: how tensors are scaled
   Setting fp8_all_gather = Setting::kAuto;         // FSDP gathers float8 weights (torchao, tensorwise)
+  // Megatron's --first-last-layers-bf16: under fp8 or nvfp4, this many layers at the start and
+  // at the end of the model keep BF16 GEMMs; -1 = not stated.
+  int bf16_layers_start = -1, bf16_layers_end = -1;
   Setting compile = Setting::kAuto;                // torch.compile of the blocks
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer

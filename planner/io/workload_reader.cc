@@ -47,6 +47,22 @@ Status ReadLora(const Document& doc, const YAML::Node& given, LoraSpec& lora) {
   return Status::Ok();
 }
 
+// Megatron's --first-last-layers-bf16 with --num-layers-at-start-in-bf16 /
+// --num-layers-at-end-in-bf16, as Megatron-Bridge's MixedPrecisionConfig names them too.
+static const Document::Synonyms kBf16LayersSynonyms = {{"num_layers_at_start_in_bf16", "start"},
+                                                       {"num_layers_at_end_in_bf16", "end"}};
+
+Status ReadBf16Layers(const Document& doc, const YAML::Node& given, Workload& w) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(given, "bf16_layers"));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"start", "end"}, kBf16LayersSynonyms));
+  SP_ASSIGN_OR_RETURN(const YAML::Node node, doc.WithOurNames(given, kBf16LayersSynonyms));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> start, doc.Int(node, "start", 0, 1 << 16));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> end, doc.Int(node, "end", 0, 1 << 16));
+  w.bf16_layers_start = static_cast<int>(start.value_or(0));
+  w.bf16_layers_end = static_cast<int>(end.value_or(0));
+  return Status::Ok();
+}
+
 Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec& inf) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
@@ -250,7 +266,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "paged_optimizer", "activation_offload", "loss", "compile",
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
-                                            "fp8_all_gather"};
+                                            "fp8_all_gather", "bf16_layers"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -291,6 +307,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
     w.optimizer_in_backward = Setting::kOn;
   SP_RETURN_IF_ERROR(ReadGalore(doc, root, opt, w));
   if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
+  if (root["bf16_layers"].IsDefined()) SP_RETURN_IF_ERROR(ReadBf16Layers(doc, root["bf16_layers"], w));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
   return w;
@@ -331,6 +348,8 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.loss != LossKind::kAuto) out += p + "loss: " + std::string(LossName(w.loss)) + "\n";
   if (w.fp8_recipe != Fp8Recipe::kAuto) out += p + "fp8_recipe: " + std::string(Fp8RecipeName(w.fp8_recipe)) + "\n";
   if (w.fp8_all_gather != Setting::kAuto) out += p + "fp8_all_gather: " + std::string(SettingName(w.fp8_all_gather)) + "\n";
+  if (w.bf16_layers_start >= 0)
+    out += p + "bf16_layers: {start: " + std::to_string(w.bf16_layers_start) + ", end: " + std::to_string(w.bf16_layers_end) + "}\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";

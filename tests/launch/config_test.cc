@@ -245,6 +245,23 @@ TEST(MegatronArgsTest, HybridModelFlags) {
   EXPECT_THAT(args->files.at(0).text, HasSubstr("run pretrain_mamba.py"));
 }
 
+// Layers kept in BF16 under fp8 or nvfp4 are Megatron's --first-last-layers-bf16 with their
+// counts; a run without them writes none of the three.
+TEST(MegatronArgsTest, Bf16LayersFlags) {
+  Plan p = TpPpZero1MultiNode();
+  p.layout.framework = Framework::kMegatron;  // Megatron-core's switch; Megatron-DeepSpeed has none
+  p.workload.precision = Dtype::kFp8;
+  StatusOr<std::vector<std::string>> none = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(std::find(none->begin(), none->end(), "--first-last-layers-bf16"), none->end());
+  p.workload.bf16_layers_start = 1;
+  p.workload.bf16_layers_end = 2;
+  StatusOr<std::vector<std::string>> f = MegatronFlags(p, Shape(p));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (const char* want : {"--first-last-layers-bf16", "--num-layers-at-start-in-bf16 1", "--num-layers-at-end-in-bf16 2"})
+    EXPECT_NE(std::find(f->begin(), f->end(), want), f->end()) << want;
+}
+
 // Megatron-LM's Gated DeltaNet hybrids have no arguments this writer knows; it says so.
 TEST(MegatronArgsTest, GatedDeltaNetRefused) {
   Plan p = TpPpZero1MultiNode();

@@ -870,7 +870,7 @@ TEST(Workload, Fp8Recipe) {
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"
                                        "optimizer_in_backward: true\nactivation_offload: yes\nloss: chunked\ncompile: true\n"
-                                       "fp8_all_gather: off\n");
+                                       "fp8_all_gather: off\nbf16_layers: {start: 1, end: 2}\n");
   ASSERT_TRUE(doc.ok());
   auto w = ParseWorkload(*doc);
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -882,6 +882,8 @@ TEST(Workload, RecipeKeys) {
   EXPECT_EQ(w->loss, LossKind::kChunked);
   EXPECT_EQ(w->compile, Setting::kOn);
   EXPECT_EQ(w->fp8_all_gather, Setting::kOff);
+  EXPECT_EQ(w->bf16_layers_start, 1);
+  EXPECT_EQ(w->bf16_layers_end, 2);
   // The writer's text reads back to the same recipe (plan files carry it).
   auto again = Document::Parse("again.yaml", WorkloadToYaml(*w, 0));
   ASSERT_TRUE(again.ok()) << again.status().message();
@@ -892,12 +894,14 @@ TEST(Workload, RecipeKeys) {
   EXPECT_EQ(back->loss, LossKind::kChunked);
   EXPECT_EQ(back->compile, Setting::kOn);
   EXPECT_EQ(back->fp8_all_gather, Setting::kOff);
+  EXPECT_EQ(back->bf16_layers_end, 2);
 
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"master_weights: fp16\n", "w.yaml:1:17: master_weights: expected fp32 (mixed precision), none"},
            {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto"},
            {"compile: maybe\n", "w.yaml:1:10: compile: expected true, false or auto"},
            {"fp8_all_gather: fp8\n", "w.yaml:1:17: fp8_all_gather: expected true, false or auto"},
+           {"bf16_layers: {start: 1, last: 2}\n", "w.yaml:1:25: unknown key 'last'"},
            {"optimizer: paged-sgd\n", "w.yaml:1:12: optimizer: expected adamw"}}) {
     auto bad = Document::Parse("w.yaml", text);
     ASSERT_TRUE(bad.ok());

@@ -225,6 +225,32 @@ TEST(Recipe, ShardedQloraGathersItsFourBitUnits) {
   EXPECT_EQ(Term(Estimate(m, w, OneGpu("h100-sxm-80gb"), "framework=fsdp,dp=1,zero=0,mbs=2,ac=full"), "gathered_units_forward"), 0);
 }
 
+// Megatron keeps the GEMMs of its first and last layers in BF16 when asked
+// (--first-last-layers-bf16; megatron/core/fp4_utils.py get_fp4_context). Megatron-Bridge's
+// Nemotron 3 Super NVFP4 preset, which its performance tables run, keeps the last 14 of 88
+// from 2026-03-25; a stated bf16_layers wins, and other frameworks have no such switch.
+TEST(Recipe, Nemotron3SuperNvfp4KeepsItsLast14LayersInBf16) {
+  const ModelSpec super = Builtin("nemotron-3-super-120b-a12b");
+  const ModelSpec nano = Builtin("nemotron-3-nano-30b-a3b");
+  const ClusterSpec c = Cluster("nodes: 8\ngpus_per_node: 8\ngpu: B200\n");
+  const std::string base = "task: pretrain\nprecision: nvfp4\nseq_len: 8192\nglobal_batch: 512\n";
+  const Workload w = Recipe(base + "release: \"2026-06\"\n");
+  const Layout l = Resolved(super, w, c, "framework=megatron-bridge,dp=64,ep=64,mbs=1");
+  EXPECT_EQ(LowPrecisionBf16Layers(super, w, l).start, 0);
+  EXPECT_EQ(LowPrecisionBf16Layers(super, w, l).end, 14);
+  EXPECT_TRUE(Assumes(AssumedBy(super, w, l), "bf16_layers: {start: 0, end: 14}"));
+  EXPECT_EQ(LowPrecisionBf16Layers(super, Recipe(base + "release: \"2026-02\"\n"), l).count(), 0);
+  EXPECT_EQ(LowPrecisionBf16Layers(nano, w, Resolved(nano, w, c, "framework=megatron-bridge,dp=64,ep=8,mbs=1")).count(), 0);
+  const Workload stated = Recipe(base + "release: \"2026-06\"\nbf16_layers: {start: 0, end: 0}\n");
+  EXPECT_EQ(LowPrecisionBf16Layers(super, stated, l).count(), 0);
+  EXPECT_FALSE(Assumes(AssumedBy(super, stated, l), "bf16_layers:"));
+  const Workload fp8 = Recipe("task: pretrain\nprecision: fp8\nseq_len: 4096\nglobal_batch: 64\n"
+                              "bf16_layers: {num_layers_at_start_in_bf16: 1, num_layers_at_end_in_bf16: 1}\n");
+  const ModelSpec llama = Builtin("llama-3.1-8b");
+  EXPECT_EQ(LowPrecisionBf16Layers(llama, fp8, Resolved(llama, fp8, DgxH100(), "framework=megatron,dp=8,mbs=1")).count(), 2);
+  EXPECT_EQ(LowPrecisionBf16Layers(llama, fp8, Resolved(llama, fp8, DgxH100(), "framework=torchtitan,dp=8,mbs=1")).count(), 0);
+}
+
 // PyTorch 2.8 (PR 154704) honours reshard_after_forward=True on FSDP2's root, which torchtitan's
 // earlier wrapping and torchtune both pass: the embeddings, norm and head are gathered through
 // forward, freed, and gathered again when backward reaches the root, after the loss's backward.

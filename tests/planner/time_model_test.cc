@@ -598,6 +598,35 @@ TEST(EstimateTime, TorchaoRowwiseFloat8CastsTwiceAndRescalesBackward) {
   EXPECT_NEAR(rowwise_tps / tensorwise_tps, 6768 / 7689.5, 0.07);
 }
 
+// Megatron's --first-last-layers-bf16 prices the kept layers from a BF16 table: an fp8 run
+// that keeps every layer in BF16 prices as the BF16 run, and one that keeps some lands between.
+TEST(EstimateTime, Bf16LayersRunAtBf16Rates) {
+  const ModelSpec m = Llama3_70B();
+  Layout l;
+  l.framework = Framework::kMegatron;
+  l.tp = 8;
+  l.pp = 2;
+  l.sp = true;
+  l.zero = 1;
+  l.grad_accum = 8;
+  Workload bf16 = Pretrain(4096, 8);
+  Workload fp8 = bf16;
+  fp8.precision = Dtype::kFp8;
+  const ClusterSpec c = DgxH100(2);
+  const double t_bf16 = Term(EstimateTime(m, bf16, l, c), "compute");
+  const double t_fp8 = Term(EstimateTime(m, fp8, l, c), "compute");
+  Workload all = fp8;
+  all.bf16_layers_start = 80;
+  all.bf16_layers_end = 0;
+  EXPECT_NEAR(Term(EstimateTime(m, all, l, c), "compute"), t_bf16, 1e-9 * t_bf16);
+  Workload tail = fp8;
+  tail.bf16_layers_start = 0;
+  tail.bf16_layers_end = 4;  // all on the last stage, which is then the slowest
+  const double t_tail = Term(EstimateTime(m, tail, l, c), "compute");
+  ASSERT_LT(t_fp8, t_bf16);
+  EXPECT_NEAR(t_tail, t_fp8 + 4 * (t_bf16 - t_fp8) / 40, 1e-9 * t_tail);
+}
+
 // PyTorch's ring attention (context_parallel, torchtitan's context parallelism) merges each
 // step's partial output in fp32 eager ops, splices half-query steps back with torch.cat, and
 // accumulates the Q/K/V gradients in fp32; Transformer Engine's p2p ring merges in 16 bits.
