@@ -8,6 +8,7 @@
 #include "planner/framework_defaults.h"
 #include "planner/lora.h"
 #include "planner/memory_terms.h"
+#include "planner/recipe.h"
 
 namespace shardplan {
 namespace {
@@ -175,7 +176,9 @@ double TorchtitanSelectiveBytes(const MemoryContext& ctx, int64_t layer, const D
   return 2 * sb * d.h / d.sp_div + 2 * sb * d.h + reduce_scatters + split / d.t;
 }
 
-Dims DimsFor(const MemoryContext& ctx) {
+// `layer` >= 0: that layer's, which keeps 16-bit GEMM inputs when the run holds it in BF16
+// (recipe.h LowPrecisionBf16Layers).
+Dims DimsFor(const MemoryContext& ctx, int64_t layer = -1) {
   const Layout& l = ctx.l;
   Dims d;
   d.s = static_cast<double>(ctx.w.seq_len) / l.cp;
@@ -184,6 +187,10 @@ Dims DimsFor(const MemoryContext& ctx) {
   d.t = l.tp;
   d.sp_div = l.sp ? l.tp : 1;
   d.gathered_div = l.framework == Framework::kTorchtitan ? 1 : d.sp_div;
+  if (layer >= 0) {
+    const Bf16Layers kept = LowPrecisionBf16Layers(ctx.m, ctx.w, l);
+    if (layer < kept.start || layer >= ctx.m.layers - kept.end) return d;
+  }
   // NVFP4 saves the columnwise NVFP4 copy wgrad reads: 0.5 B and an e4m3 scale per 16.
   if (l.framework == Framework::kMegatron && ctx.w.precision == Dtype::kFp8) d.gi = 1;
   if (l.framework == Framework::kMegatron && ctx.w.precision == Dtype::kFp4) d.gi = QuantizedBytesPerParam(Dtype::kFp4);
@@ -271,7 +278,7 @@ double QkNormBytes(const MemoryContext& ctx, int64_t layer, const Dims& d, bool 
 }  // namespace
 
 int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute ac) {
-  const Dims d = DimsFor(ctx);
+  const Dims d = DimsFor(ctx, layer);
   const ModelSpec& m = ctx.m;
   // transformers' model code on fp32 weights under autocast: the residual stream stays fp32.
   const bool autocast = AutocastFp32Weights(ctx) && TransformersModules(ctx.m, ctx.l) && !ctx.r.compile && !m.is_hybrid();

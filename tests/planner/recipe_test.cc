@@ -244,6 +244,9 @@ TEST(Recipe, Nemotron3SuperNvfp4KeepsItsLast14LayersInBf16) {
   const Workload stated = Recipe(base + "release: \"2026-06\"\nbf16_layers: {start: 0, end: 0}\n");
   EXPECT_EQ(LowPrecisionBf16Layers(super, stated, l).count(), 0);
   EXPECT_FALSE(Assumes(AssumedBy(super, stated, l), "bf16_layers:"));
+  // The kept layers save their GEMM inputs in 16 bits, not as NVFP4 copies.
+  const std::string layout = "framework=megatron-bridge,dp=64,ep=64,mbs=1,ac=none";
+  EXPECT_GT(Term(Estimate(super, w, c, layout), "activations"), Term(Estimate(super, stated, c, layout), "activations"));
   const Workload fp8 = Recipe("task: pretrain\nprecision: fp8\nseq_len: 4096\nglobal_batch: 64\n"
                               "bf16_layers: {num_layers_at_start_in_bf16: 1, num_layers_at_end_in_bf16: 1}\n");
   const ModelSpec llama = Builtin("llama-3.1-8b");
