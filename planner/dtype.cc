@@ -40,8 +40,8 @@ std::optional<Dtype> ParseDtype(std::string_view written) {
   // As sources write them: any case, and the mixed-precision and FP8 recipe labels of
   // Lightning/NeMo (bf16-mixed), Composer/llm-foundry (amp_bf16, amp_fp8), Megatron-Bridge's
   // tables (FP8-CS, MXFP8) and torchtitan's (float8 tensorwise, float8 rowwise: torchao's
-  // recipe names). The scaling recipe is not priced apart: each is 8-bit GEMMs over 16-bit
-  // master weights.
+  // recipe names). Here each is fp8; which scaling the words name is the workload reader's
+  // to read (Fp8RecipeInPrecision, workload.h).
   const std::string s = Spelling(written);
   constexpr std::string_view kFp8Recipes[] = {"tensorwise", "rowwise", "rowwise-with-gw-hp", "delayed",
                                               "delayed-scaling", "current", "current-scaling", "e4m3"};

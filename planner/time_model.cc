@@ -395,52 +395,42 @@ StageShape ShapeOf(const Ctx& x, int s, LayerSet set = LayerSet::kAll, Bf16Layer
     n = base + (s < rem ? 1 : 0);
   }
   StageShape sh;
-  const int layers = static_cast<int>(m.layers);
+  // The embeddings and the head go with the whole stage or its low-precision part.
+  sh.first = set != LayerSet::kBf16 && s == 0;
+  sh.last = set != LayerSet::kBf16 && s == x.pp - 1;
+  const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;  // fully recomputed
+  const int layers = static_cast<int>(m.layers), marked = static_cast<int>(m.moe_layer.size());
   auto counted = [&](int i) {
     if (set == LayerSet::kAll) return true;
     const bool kept = i < bf16.start || i >= layers - bf16.end;
     return set == LayerSet::kBf16 ? kept : !kept;
   };
-  const bool ends = set != LayerSet::kBf16;
   if (m.is_hybrid()) {  // full recomputation takes the stage's first ac_layers blocks
-    const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
     for (int i = first; i < first + n && i < static_cast<int>(m.hybrid.size()); ++i) {
       if (!counted(i)) continue;
       const int kind = HybridIndex(m, i);
       ++sh.hybrid[kind];
       if (i - first < rc) ++sh.hybrid_full[kind];
     }
-    sh.first = ends && s == 0;
-    sh.last = ends && s == x.pp - 1;
     return sh;
   }
   if (set != LayerSet::kAll) {  // a subset: count layer by layer
-    const int marked = static_cast<int>(m.moe_layer.size());
-    const int rc = l.ac != Recompute::kFull ? 0 : l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
     for (int i = first; i < first + n; ++i) {
       if (!counted(i)) continue;
       const bool moe = x.moe_layers == m.layers || (x.moe_layers > 0 && i < marked && m.moe_layer[static_cast<size_t>(i)]);
       (moe ? sh.moe : sh.dense) += 1;
       if (i - first < rc) (moe ? sh.moe_full : sh.dense_full) += 1;
     }
-    sh.first = ends && s == 0;
-    sh.last = ends && s == x.pp - 1;
     return sh;
   }
   if (x.moe_layers == m.layers) {
     sh.moe = n;
   } else if (x.moe_layers > 0) {  // mixed (DeepSeek's leading dense layers): count this stage's
-    const int marked = static_cast<int>(m.moe_layer.size());
     for (int i = first; i < first + n && i < marked; ++i) sh.moe += m.moe_layer[static_cast<size_t>(i)] ? 1 : 0;
   }
   sh.dense = n - sh.moe;
-  if (l.ac == Recompute::kFull) {
-    const int rc = l.ac_layers > 0 ? std::min(n, l.ac_layers) : n;
-    sh.dense_full = std::min(sh.dense, rc);
-    sh.moe_full = rc - sh.dense_full;
-  }
-  sh.first = s == 0;
-  sh.last = s == x.pp - 1;
+  sh.dense_full = std::min(sh.dense, rc);
+  sh.moe_full = rc - sh.dense_full;
   return sh;
 }
 
@@ -454,13 +444,18 @@ double StageSeconds(const LayerTable& t, const StageShape& sh) {
          (sh.first ? t.embed_seconds : 0) + (sh.last ? t.head_seconds + t.mtp_seconds : 0);
 }
 
+// The embeddings, head and final norm a stage holds.
+double StageRootParams(const Ctx& x, const LayerTable& t, const StageShape& sh) {
+  double root = sh.first ? t.embedding_params : 0;
+  if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) root += t.head_params;
+  if (sh.last) root += t.final_norm_params;
+  return root;
+}
+
 // Parameters on one stage before any sharding: (dense, routed experts).
 std::pair<double, double> StageParams(const Ctx& x, const LayerTable& t, const StageShape& sh) {
-  double dense = sh.dense * t.dense_params + sh.moe * t.moe_params;
+  double dense = sh.dense * t.dense_params + sh.moe * t.moe_params + StageRootParams(x, t, sh);
   for (int i = 0; i < kHybridKinds; ++i) dense += sh.hybrid[i] * t.hybrid_params[i];
-  if (sh.first) dense += t.embedding_params;
-  if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) dense += t.head_params;
-  if (sh.last) dense += t.final_norm_params;
   double moe_layers = sh.moe;
   for (int i = 1; i < kHybridKinds; i += 2) moe_layers += sh.hybrid[i];
   return {dense, moe_layers * t.moe_expert};
@@ -487,9 +482,7 @@ StageCost StageDetail(const Ctx& x, const LayerTable& t, const StageShape& sh) {
   if (sh.first) sc.layers.compute += t.embed_seconds;
   if (sh.last) sc.layers.compute += t.head_seconds + t.mtp_seconds;
   std::tie(sc.dense_params, sc.expert_params) = StageParams(x, t, sh);
-  if (sh.first) sc.root_params += t.embedding_params;
-  if (sh.last && (!x.m.tied_embeddings || x.pp > 1)) sc.root_params += t.head_params;
-  if (sh.last) sc.root_params += t.final_norm_params;
+  sc.root_params = StageRootParams(x, t, sh);
   sc.forward = sc.layers.compute / 3;  // forward is ~1/3 of fwd + bwd compute
   sc.backward = sc.layers.compute - sc.forward;
   sc.fwd_bwd = sc.layers.total();
