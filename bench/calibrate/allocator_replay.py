@@ -6,7 +6,8 @@ caching allocator and prints the reserved peak the model reaches beside the one 
     allocator_replay.py --self-test     # the model on hand-made traces, no GPU, no record
 
 A record gets its trace when calibrate.py runs with CALIBRATE_TRACE_EVENTS=1: every
-allocation and free the allocator saw, in order, as [action, bytes, address]. The model is
+allocation and free the allocator saw, in order, as [action, bytes, address, stream] (the stream
+is not modelled, nor are older traces' missing streams). The model is
 the native allocator's policy without expandable segments (c10/cuda/CUDACachingAllocator.cpp):
   - a request is rounded up to 512 B;
   - requests of 1 MiB or less come from the small pool, whose segments are 2 MiB; larger
@@ -93,7 +94,7 @@ class CachingAllocator:
 def replay(events):
     """The model's reserved peak over [action, bytes, address] events ('a' allocate, 'f' free)."""
     model = CachingAllocator()
-    for action, size, addr in events:
+    for action, size, addr, *_ in events:
         if action == "a":
             model.malloc(size, addr)
         elif action == "f" and addr in model.live:

@@ -692,7 +692,8 @@ def measure(run, device_name, steps):
 
 # Diagnostics, off unless set: CALIBRATE_LIVE_AT="step 1 forward" (a phase mark) lists the
 # blocks of 64 MiB and more alive at that mark with the Python frames that allocated them;
-# CALIBRATE_TRACE_EVENTS=1 keeps the allocator's whole event trace ([action, bytes], in order),
+# CALIBRATE_TRACE_EVENTS=1 keeps the allocator's whole event trace ([action, bytes, address,
+# stream], in order; segments mapped and unmapped too, where they are expandable),
 # which a model of the caching allocator can be replayed against.
 LIVE_AT = os.environ.get("CALIBRATE_LIVE_AT", "")
 TRACE_EVENTS = os.environ.get("CALIBRATE_TRACE_EVENTS", "") == "1"
@@ -710,12 +711,13 @@ def live_blocks_now(torch):
 
 
 def allocator_events(torch):
-    keep = {"alloc": "a", "free_completed": "f", "segment_alloc": "S", "segment_free": "F", "oom": "o"}
+    keep = {"alloc": "a", "free_completed": "f", "segment_alloc": "S", "segment_free": "F", "oom": "o",
+            "segment_map": "M", "segment_unmap": "U"}
     events = []
     for dev in torch.cuda.memory._snapshot()["device_traces"]:
         for e in dev:
             if e["action"] in keep:
-                events.append([keep[e["action"]], e["size"], e["addr"]])
+                events.append([keep[e["action"]], e["size"], e["addr"], e.get("stream", 0)])
     return events
 
 
