@@ -85,7 +85,7 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
 
 std::string_view PoolName(Pool p) {
   return p == Pool::kTorch ? "torch" : p == Pool::kNonTorch ? "non-torch" : p == Pool::kPaged ? "paged"
-         : p == Pool::kCached ? "cached" : "host";
+         : p == Pool::kCached ? "cached" : p == Pool::kStream ? "stream-cached" : "host";
 }
 
 std::string_view PhaseName(Phase p) {
@@ -126,11 +126,15 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 // max_memory_reserved over max_memory_allocated in the runs that stayed clear of the card).
 // - Recomputation allocates in backward what the forward did not (a layer run again beside
 //   the activation gradients), so the blocks the loss and the logits' gradients free are
-//   split for smaller requests, and the next step's loss asks for fresh segments:
-//   1.04-1.49, median 1.25 (n=34: torchtitan full and selective, HF and torchtune full).
-// - Without it each step repeats the last one's requests and reuses its blocks: 1.03-1.04 on
-//   one GPU (n=3). Under FSDP2, its all-gather and reduce-scatter streams keep pools of their
-//   own beside: 1.09-1.18 (n=2).
+//   split for smaller requests, and the next step's loss asks for fresh segments: 1.04-1.49
+//   of the allocated peak, median 1.25 (n=34: torchtitan full and selective, HF and
+//   torchtune full).
+// - Under FSDP much of that was the all-gather and reduce-scatter streams' own blocks, which
+//   are priced as terms of their own (model_states.cc AddFsdpStreamPools). Past them, the
+//   compute stream of the sharded runs grew by a median 12.5% with recomputation (n=32,
+//   torchtitan and torchtune) and 7.5% without (n=3).
+// - Without recomputation each step repeats the last one's requests and reuses its blocks:
+//   1.03-1.04 on one GPU (n=3).
 // - A LoRA step on one GPU leaves the frozen base out of the churn: 1.08-1.11 (n=3).
 // - Compiled with selective recomputation, Inductor decides inside each block's graph what
 //   backward recomputes, and serves the graph's intermediates from buffers it plans and
@@ -144,25 +148,26 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
   if (!ctx.w.training() || l.framework == Framework::kDeepSpeed || l.framework == Framework::kMegatron ||
       l.stack == Stack::kUnsloth)
     return frag;
-  const bool sharded = l.zero >= 2 && l.dp * l.cp > 1;
+  const bool sharded = l.zero >= 2 && DenseShardDegree(l) > 1;
   double growth = 0.04;
   if (ctx.w.lora_like() && !sharded)
     growth = 0.10;
   else if (l.ac == Recompute::kSelective && ctx.r.compile)
-    growth = 0.12;
+    growth = sharded ? 0 : 0.12;
+  else if (sharded)
+    growth = l.ac == Recompute::kNone ? 0.08 : l.tp * l.cp > 1 ? 0.25 : 0.12;
   else if (l.ac != Recompute::kNone)
     growth = 0.25;
-  else if (sharded)
-    growth = 0.13;
   return growth;  // UsageAt never lets it fall below the least fragmentation
 }
 
 PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   PhaseUsage u;
-  int64_t rounded = 0, non_torch = 0, freed_kept = 0;
+  int64_t rounded = 0, non_torch = 0, freed_kept = 0, other_streams = 0;
   for (const MemoryTerm& t : s.terms) {
     if (p < t.first || p > t.last) continue;
     if (t.pool == Pool::kCached) freed_kept += t.bytes;
+    if (t.pool == Pool::kStream) other_streams += t.bytes;
     if (!AllocatedOnGpu(t.pool)) continue;
     if (t.pool == Pool::kNonTorch) {
       non_torch += t.bytes;
@@ -174,7 +179,7 @@ PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   }
   const int64_t needed = static_cast<int64_t>(static_cast<double>(rounded) * (1 + a.fragmentation));
   int64_t cached = static_cast<int64_t>(static_cast<double>(rounded) * (1 + std::max(a.fragmentation, a.cache_growth)));
-  cached = std::max(cached, rounded + freed_kept);
+  cached = std::max(cached, rounded + freed_kept) + other_streams;
   if (a.capacity_bytes > 0) cached = std::min(cached, a.capacity_bytes - non_torch);
   u.reserved = std::max(needed, cached);
   u.device = u.reserved + non_torch;

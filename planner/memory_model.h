@@ -33,6 +33,10 @@ enum class Pool {
   kCached,   // freed, but kept by the caching allocator: in max_memory_reserved and nvidia-smi,
              // not allocated, and released (empty_cache, retry) before an allocation fails,
              // so it never decides a fit
+  kStream,   // kept by the caching allocator for another CUDA stream (FSDP's all-gather and
+             // reduce-scatter streams): each stream draws on blocks of its own, so these add
+             // to the compute stream's reserve instead of being reused by it; like kCached,
+             // released before an allocation fails, so it never decides a fit
 };
 std::string_view PoolName(Pool p);
 // Whether a term of this pool is memory allocated on the GPU, by PyTorch or by the runtime:

@@ -166,6 +166,40 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
         "ZeRO++ hpZ secondary partition, 2P/hpz (memory-model.md 1.3)");
 }
 
+// FSDP runs its all-gathers and reduce-scatters on streams of their own, and the caching
+// allocator keeps blocks per stream: a block freed on one is never handed to a request on
+// another. So the reserve holds, beside the compute stream's own, the most each side stream
+// ever held (torch/distributed/fsdp/_fully_shard: the all-gather output is allocated on
+// all_gather_stream and copied out into the unsharded parameters on the compute stream;
+// foreach_reduce allocates the reduce-scatter output on reduce_scatter_stream, and the
+// sharded gradients are views of it until zero_grad frees them). On one H100 with
+// CALIBRATE_TRACE_EVENTS (bench/calibrate), Llama-3.1-8B over FSDP 8 mapped 4.73 GiB on the
+// all-gather stream in fp32 (the root's embeddings and head, 3.91 GiB, with the first layer,
+// 0.81, prefetched beside them) and 3.74 GiB on the reduce-scatter stream, its whole fp32
+// gradient shard; in bf16 2.41 and 3.74; at TP 4 0.73 and 3.74.
+// `gathered_unit` is one layer's all-gather output; `first_gather` the largest that comes
+// first (the root, or the embeddings where they are a unit of their own); `grads` the sharded
+// gradients and the phase they are first allocated in.
+bool FsdpSideStreams(const MemoryContext& ctx) {
+  const Layout& l = ctx.l;
+  return (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.zero >= 2 &&
+         DenseShardDegree(l) > 1;
+}
+
+void AddFsdpStreamPools(double gathered_unit, double first_gather, double grads, Phase grads_first,
+                        std::vector<MemoryTerm>& out) {
+  const double pair = (first_gather > 0 ? first_gather : gathered_unit) + gathered_unit;
+  // In forward and backward one unit's output is a gathered unit already priced as allocated.
+  Add(out, "all_gather_stream_pool", pair - gathered_unit, Phase::kForward, Phase::kStep,
+      "all-gather stream's blocks beyond the unit in flight: the first gather and the unit prefetched beside it",
+      1, Pool::kStream);
+  Add(out, "all_gather_stream_pool_idle", gathered_unit, Phase::kLoss, Phase::kLossBackward,
+      "all-gather stream's blocks while no unit is gathered (loss)", 1, Pool::kStream);
+  if (grads_first > Phase::kForward)
+    Add(out, "reduce_scatter_stream_pool", grads, Phase::kForward, static_cast<Phase>(static_cast<int>(grads_first) - 1),
+        "reduce-scatter stream's blocks, the sharded gradients' once zero_grad has freed them", 1, Pool::kStream);
+}
+
 void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
   const double wb = WeightBytes(ctx.w);
@@ -242,6 +276,14 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   if (l.shard_group > 0 && l.shard_group < l.dp)
     Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,
         "HSDP: all-reduce of the reduce-scattered shard across replicas (bucketed)");
+  if (FsdpSideStreams(ctx) && !offload) {
+    const MemoryTerm* grads = nullptr;
+    for (const MemoryTerm& t : out)
+      if (t.name == "gradients") grads = &t;
+    const bool whole = grads != nullptr && !ctx.r.optimizer_in_backward;
+    AddFsdpStreamPools(gathered_unit, std::max(root, wb * embeddings), whole ? static_cast<double>(grads->bytes) : 0,
+                       whole ? grads->first : Phase::kForward, out);
+  }
 }
 
 void MegatronStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
@@ -284,9 +326,13 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // A sharded 4-bit base is gathered per unit like any other (PEFT's QLoRA under FSDP or
   // ZeRO-3 stores the NF4 blocks in bnb_4bit_quant_storage so they flatten and gather;
   // torchtune's NF4 tensors are FSDP2 shards).
+  const double gathered_unit =
+      (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params);
   if (shard)
-    Add(out, "gathered_units_forward", 3.0 * (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params),
-        Phase::kForward, Phase::kBackward, "FSDP unit all-gather and prefetch of the frozen base");
+    Add(out, "gathered_units_forward", 3.0 * gathered_unit, Phase::kForward, Phase::kBackward,
+        "FSDP unit all-gather and prefetch of the frozen base");
+  // The adapters' gradients are too few to matter on the reduce-scatter stream.
+  if (FsdpSideStreams(ctx) && !base_offloaded) AddFsdpStreamPools(gathered_unit, 0, 0, Phase::kForward, out);
   // The adapters are sharded like any trained parameter: FSDP (torchtune's
   // lora_finetune_distributed, PEFT under accelerate) shards every parameter of a wrapped
   // layer, the adapters' gradients and, with them, their optimizer states. DeepSpeed

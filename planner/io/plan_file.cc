@@ -78,7 +78,7 @@ std::string EstimatesYaml(const Plan& p) {
   o << "    terms:   # bytes on one GPU of the fullest stage, live from..to phase\n";
   for (const MemoryTerm& t : s.terms)
     o << "      " << t.name << ": {bytes: " << t.bytes << ", live: " << PhaseName(t.first) << ".." << PhaseName(t.last)
-      << ", pool: " << (t.pool == Pool::kTorch ? "torch" : "non-torch") << "}\n";
+      << ", pool: " << PoolName(t.pool) << "}\n";
   o << "  time:\n    step_seconds: " << Num(p.time.step_seconds) << "\n    tokens_per_second_per_gpu: "
     << Num(p.time.tokens_per_second_per_gpu) << "\n    mfu: " << Num(p.time.mfu) << "\n";
   return o.str();
