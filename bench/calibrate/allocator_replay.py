@@ -1,29 +1,34 @@
 #!/usr/bin/env python3
-"""Replays a calibration record's allocator event trace through a model of PyTorch's CUDA
-caching allocator and prints the reserved peak the model reaches beside the one measured.
+"""Replays an allocator event trace through a model of PyTorch's CUDA caching allocator and
+prints the reserved peak the model reaches beside the one measured.
 
-    allocator_replay.py RECORD...       # folders whose truth.json holds allocator_events
-    allocator_replay.py --self-test     # the model on hand-made traces, no GPU, no record
+    allocator_replay.py TRACE.json.gz|RECORD...     # stored traces, or record folders
+    allocator_replay.py --check 0.10 TRACE...       # and fail past that error
+    allocator_replay.py --self-test                 # the model on hand-made traces
 
-A record gets its trace when calibrate.py runs with CALIBRATE_TRACE_EVENTS=1: every
-allocation and free the allocator saw, in order, as [action, bytes, address, stream] (the stream
-is not modelled, nor are older traces' missing streams). The model is
-the native allocator's policy without expandable segments (c10/cuda/CUDACachingAllocator.cpp):
+A trace comes from calibrate.py run with CALIBRATE_TRACE_EVENTS=1: every allocation and free
+the allocator saw, in order, as [action, bytes, address, stream]; bench/data/allocator_traces
+keeps nine. The model follows the allocator's policy (c10/cuda/CUDACachingAllocator.cpp):
   - a request is rounded up to 512 B;
-  - requests of 1 MiB or less come from the small pool, whose segments are 2 MiB; larger
-    ones from the large pool, whose segments are 20 MiB under 10 MiB and the request rounded
-    up to 2 MiB from there;
+  - every stream has pools of its own: a block freed on one stream never serves a request
+    on another (FSDP's all-gather and reduce-scatter streams keep theirs);
+  - requests of 1 MiB or less come from the small pool, larger ones from the large pool;
   - a request takes the smallest free block of its pool that holds it (ties: the older
-    segment, then the lower offset), else a new segment;
+    segment, then the lower offset);
+  - else, natively, a new segment: 2 MiB for the small pool, 20 MiB for large requests under
+    10 MiB, the request rounded up to 2 MiB from there; with expandable segments
+    (expandable_segments:True, torchtitan's launcher) the pool's one segment maps pages (20 MiB
+    large, 2 MiB small) at its end, joined to a free block that ends there;
   - the rest of a block is split off as a free block when it is at least 512 B (small
     pool) or more than 1 MiB (large pool);
-  - a freed block merges with free neighbours in its segment, and segments are never
-    released (no empty_cache, no failed cudaMalloc to retry).
-The reserved peak is the most segment bytes held at once. What it does not model: streams
-(a block freed on one stream and used on another), expandable segments (torchtitan's runs),
-and the allocator's address order between segments, which can break ties differently.
+  - a freed block merges with free neighbours in its segment, and nothing is released (no
+    empty_cache, no failed cudaMalloc to retry).
+The reserved peak is the most segment bytes held at once. What it does not model: the
+allocator's address order between segments, which can break ties differently, and blocks
+used on a second stream (record_stream), which wait for it before they are reused.
 """
 import bisect
+import gzip
 import json
 import os
 import sys
@@ -44,20 +49,24 @@ def segment_size(size):
 
 
 class CachingAllocator:
-    def __init__(self):
-        self.free = {"small": [], "large": []}  # sorted (size, segment, offset)
+    def __init__(self, expandable=False):
+        self.expandable = expandable             # expandable_segments:True (torchtitan's launcher)
+        self.tail = {}                           # expandable: (stream, pool) -> its one segment
+        self.free = {}                           # (stream, pool) -> sorted (size, segment, offset)
         self.segments = []                       # per segment: {"pool", "blocks": {offset: [size, in_use]}}
         self.live = {}                           # key -> (segment, offset)
         self.reserved = 0
         self.peak = 0
 
-    def malloc(self, request, key):
+    def malloc(self, request, key, stream=0):
         size = rounded(request)
-        pool = "small" if size <= MiB else "large"
-        free = self.free[pool]
+        pool = (stream, "small" if size <= MiB else "large")
+        free = self.free.setdefault(pool, [])
         i = bisect.bisect_left(free, (size, -1, -1))
         if i < len(free):
             block, seg, off = free.pop(i)
+        elif self.expandable:
+            block, seg, off = self.grow(pool, size)
         else:
             block, seg, off = segment_size(size), len(self.segments), 0
             self.segments.append({"pool": pool, "blocks": {0: [block, False]}})
@@ -65,13 +74,35 @@ class CachingAllocator:
             self.peak = max(self.peak, self.reserved)
         blocks = self.segments[seg]["blocks"]
         rest = block - size
-        if rest >= 512 if pool == "small" else rest > MiB:
+        if rest >= 512 if pool[1] == "small" else rest > MiB:
             blocks[off] = [size, True]
             blocks[off + size] = [rest, False]
             bisect.insort(free, (rest, seg, off + size))
         else:
             blocks[off] = [block, True]
         self.live[key] = (seg, off)
+
+    def grow(self, pool, size):
+        """Expandable segments: each stream's pool is one segment that maps pages (20 MiB for the
+        large pool, 2 MiB for the small) at its end, merged with a free block ending there."""
+        if pool not in self.tail:
+            self.tail[pool] = len(self.segments)
+            self.segments.append({"pool": pool, "blocks": {}, "end": 0})
+        seg = self.tail[pool]
+        segment = self.segments[seg]
+        blocks, end = segment["blocks"], segment["end"]
+        last = next((o for o, (b, used) in blocks.items() if o + b == end and not used), None)
+        have = blocks.pop(last)[0] if last is not None else 0
+        if last is not None:
+            self.free[pool].remove((have, seg, last))
+        page = 2 * MiB if pool[1] == "small" else 20 * MiB
+        mapped = (size - have + page - 1) // page * page
+        segment["end"] = end + mapped
+        self.reserved += mapped
+        self.peak = max(self.peak, self.reserved)
+        off = last if last is not None else end
+        blocks[off] = [have + mapped, False]
+        return have + mapped, seg, off
 
     def release(self, key):
         seg, off = self.live.pop(key)
@@ -91,12 +122,13 @@ class CachingAllocator:
         bisect.insort(free, (size, seg, off))
 
 
-def replay(events):
-    """The model's reserved peak over [action, bytes, address] events ('a' allocate, 'f' free)."""
-    model = CachingAllocator()
-    for action, size, addr, *_ in events:
+def replay(events, expandable=False):
+    """The model's reserved peak over [action, bytes, address, stream] events ('a' allocate,
+    'f' free)."""
+    model = CachingAllocator(expandable)
+    for action, size, addr, *stream in events:
         if action == "a":
-            model.malloc(size, addr)
+            model.malloc(size, addr, stream[0] if stream else 0)
         elif action == "f" and addr in model.live:
             model.release(addr)
     return model.peak
@@ -117,6 +149,16 @@ def self_test():
     # Two 3 MiB requests share one 20 MiB segment (split); freed, they merge and serve 8 MiB.
     check(replay([["a", 3 * MiB, 1], ["a", 3 * MiB, 2], ["f", 3 * MiB, 1], ["f", 3 * MiB, 2],
                   ["a", 8 * MiB, 3]]) == 20 * MiB, "split and merge inside a 20 MiB segment")
+    # A block freed on one stream does not serve another: 30 MiB freed on stream 1, then asked
+    # for on stream 0, opens a second segment.
+    check(replay([["a", 30 * MiB, 1, 1], ["f", 30 * MiB, 1, 1], ["a", 30 * MiB, 2, 0]]) == 60 * MiB,
+          "streams keep their own blocks: 30 + 30 MiB")
+    # Expandable segments: 30 MiB maps two 20 MiB pages; 5 MiB fits the 10 MiB left; with the
+    # 30 MiB freed, 45 MiB fits no free block, so the segment maps 40 MiB more, joined to the
+    # 5 MiB free at its end: 80 MiB, where native segments would hold 20 + 30 + 46 = 96 MiB.
+    trace = [["a", 30 * MiB, 1], ["a", 5 * MiB, 2], ["f", 30 * MiB, 1], ["a", 45 * MiB, 3]]
+    check(replay(trace, expandable=True) == 80 * MiB and replay(trace) == 96 * MiB,
+          "expandable segments grow at their end: 80 MiB, natively 96")
     # A cache grown by concatenation, layer by layer: each step allocates every layer's tensor
     # one row longer, then frees the old one. The first step finds no freed block big enough
     # (the prompt's 320 MiB are exact) and opens a 322 MiB segment per layer; the second opens
@@ -141,25 +183,45 @@ def self_test():
     return ok
 
 
+def load(path):
+    """A stored trace (bench/data/allocator_traces/ID.json.gz) or a record folder whose
+    truth.json holds allocator_events: (name, events, expandable, measured reserved peak)."""
+    if path.endswith(".json.gz"):
+        with gzip.open(path, "rt") as f:
+            trace = json.load(f)
+        return trace["id"], trace["events"], "expandable_segments:True" in str(trace.get("allocator")), trace["reserved_peak_bytes"]
+    with open(os.path.join(path, "truth.json")) as f:
+        record = json.load(f)["record"]
+    name = os.path.basename(os.path.normpath(path))
+    return (name, record.get("allocator_events"), "expandable_segments:True" in str(record.get("allocator")),
+            record.get("reserved_peak_bytes", 0))
+
+
 def main(argv):
     if argv == ["--self-test"]:
         return 0 if self_test() else 1
+    # --check TOLERANCE PATH...: fail when the model misses a trace's measured reserve by more.
+    tolerance = None
+    if argv[:1] == ["--check"] and len(argv) >= 3:
+        tolerance, argv = float(argv[1]), argv[2:]
     if not argv:
-        print("usage: allocator_replay.py RECORD... | --self-test", file=sys.stderr)
+        print("usage: allocator_replay.py [--check TOLERANCE] TRACE.json.gz|RECORD... | --self-test", file=sys.stderr)
         return 2
     status = 0
-    for folder in argv:
-        with open(os.path.join(folder, "truth.json")) as f:
-            record = json.load(f)["record"]
-        events = record.get("allocator_events")
+    for path in argv:
+        name, events, expandable, measured = load(path)
         if not events:
-            print(f"allocator_replay: {folder}/truth.json: no allocator_events (run calibrate.py with "
+            print(f"allocator_replay: {path}: no allocator_events (run calibrate.py with "
                   "CALIBRATE_TRACE_EVENTS=1)", file=sys.stderr)
             status = 2
             continue
-        peak, measured = replay(events), record.get("reserved_peak_bytes", 0)
-        print(f"{os.path.basename(os.path.normpath(folder))}: model {peak / 2**30:.2f} GiB reserved, measured "
-              f"{measured / 2**30:.2f} GiB ({(peak - measured) / max(1, measured):+.1%}), {len(events):,} events")
+        peak = replay(events, expandable)
+        error = (peak - measured) / max(1, measured)
+        print(f"{name}: model {peak / 2**30:.2f} GiB reserved, measured {measured / 2**30:.2f} GiB ({error:+.1%}), "
+              f"{len(events):,} events{', expandable segments' if expandable else ''}")
+        if tolerance is not None and abs(error) > tolerance:
+            print(f"allocator_replay: {name}: off by {error:+.1%}, past {tolerance:.0%}", file=sys.stderr)
+            status = 1
     return status
 
 
