@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <limits>
 
 #include "planner/units.h"
 
@@ -24,8 +25,9 @@ int CachingAllocatorModel::Malloc(int64_t bytes) {
   std::set<FreeKey>& free = FreeList(small);
   int64_t block = 0, offset = 0;
   int segment = 0;
-  if (auto it = free.lower_bound({size, -1, -1}); it != free.end()) {
+  if (auto it = free.lower_bound({size, std::numeric_limits<int>::min(), -1}); it != free.end()) {
     std::tie(block, segment, offset) = *it;
+    segment = -segment;
     free.erase(it);
   } else {
     block = SegmentSize(size);
@@ -39,7 +41,7 @@ int CachingAllocatorModel::Malloc(int64_t bytes) {
   if (small ? rest >= 512 : rest > kMiB) {
     blocks[offset] = {size, true};
     blocks[offset + size] = {rest, false};
-    free.insert({rest, segment, offset + size});
+    free.insert({rest, -segment, offset + size});
   } else {
     blocks[offset] = {block, true};
   }
@@ -57,13 +59,13 @@ void CachingAllocatorModel::Free(int handle) {
   auto it = seg.blocks.find(l.offset);
   int64_t offset = it->first, size = it->second.size;
   if (auto next = std::next(it); next != seg.blocks.end() && !next->second.used) {
-    free.erase({next->second.size, l.segment, next->first});
+    free.erase({next->second.size, -l.segment, next->first});
     size += next->second.size;
     seg.blocks.erase(next);
   }
   if (it != seg.blocks.begin()) {
     if (auto prev = std::prev(it); !prev->second.used) {
-      free.erase({prev->second.size, l.segment, prev->first});
+      free.erase({prev->second.size, -l.segment, prev->first});
       offset = prev->first;
       size += prev->second.size;
       seg.blocks.erase(it);
@@ -71,7 +73,7 @@ void CachingAllocatorModel::Free(int handle) {
     }
   }
   it->second = {size, false};
-  free.insert({size, l.segment, offset});
+  free.insert({size, -l.segment, offset});
 }
 
 }  // namespace shardplan

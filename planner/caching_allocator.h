@@ -5,8 +5,9 @@
 //   - requests of 1 MiB or less come from the small pool, whose segments are 2 MiB; larger
 //     ones from the large pool, whose segments are 20 MiB under 10 MiB and the request
 //     rounded up to 2 MiB from there;
-//   - a request takes the smallest free block of its pool that holds it (ties: the older
-//     segment, then the lower offset), else a new segment;
+//   - a request takes the smallest free block of its pool that holds it, the lowest address
+//     among equal sizes (each new segment lies below the ones before it in every trace of
+//     ours, so a newer segment's block wins, then the lower offset), else a new segment;
 //   - the rest of a block is split off as a free block when it is at least 512 B (small
 //     pool) or more than 1 MiB (large pool);
 //   - a freed block merges with its free neighbours, and nothing is released.
@@ -45,7 +46,7 @@ class CachingAllocatorModel {
     int64_t offset = 0;
     int64_t bytes = 0;  // as asked, for the allocated figures
   };
-  using FreeKey = std::tuple<int64_t, int, int64_t>;  // size, segment, offset
+  using FreeKey = std::tuple<int64_t, int, int64_t>;  // size, -segment (lower in memory first), offset
   std::set<FreeKey>& FreeList(bool small) { return small ? free_small_ : free_large_; }
 
   std::vector<Segment> segments_;

@@ -42,15 +42,16 @@ double KvLayers(const ModelSpec& m, const StageShape& s) {
 // its own block; the prompt's embeddings and the rotary tables; then, layer by layer over
 // batch x prompt tokens, the RMSNorm's fp32 upcasts, the projections, rotary embedding's
 // halves and products, the cache's copies of the keys and values, attention, the MLP and the
-// residual adds, each freed when the code lets go of it; then each decode step's
+// residual adds (and Qwen3's per-head q and k norms), each freed when the code lets go of
+// it; then each decode step's
 // torch.cat of every layer's keys and values one token longer. Each layer's keys and values
 // land in blocks the prefill's larger intermediates freed and split them, so the next
 // layer's intermediates ask for fresh segments; the first decode steps' copies find no freed
 // block that holds them. Over our eight generate runs the reserve stops growing after the
 // first two decode steps, so four are replayed. Replayed, the sequence lands within 0.2% of
-// the reserve five runs measured, -1.8% on Mistral-7B at 8 x 16,384 and -6.4% on
-// Llama-3.2-1B at 64 x 4,096; -8.4% on Llama-2-13B in fp16, whose own trace replays 8% short
-// as well.
+// the reserve six runs measured and -1.8% on Mistral-7B at 8 x 16,384; -6.4% on Llama-3.2-1B
+// at 64 x 4,096, whose harness allocated and freed a copy of its tied head (to_empty unties
+// it) that loading a checkpoint does not.
 struct GenerateReplay {
   int64_t reserved = 0, allocated = 0;
 };
@@ -87,17 +88,27 @@ GenerateReplay ReplayGenerate(const ModelSpec& m, const StageShape& s, int tp, i
   a.Free(t6);
   const int cos = a.Malloc(t * hd * e), sin = a.Malloc(t * hd * e);
   for (int id : {t0, t1, t3, t5, t7}) a.Free(id);
-  // RMSNorm: x.float(), its square, the mean, + eps, rsqrt, x * rsqrt, back to the dtype, * weight.
-  auto norm = [&] {
-    const int up = a.Malloc(t * h * 4), sq = a.Malloc(t * h * 4), mean = a.Malloc(t * 4);
+  // RMSNorm over `rows` vectors of `width`: x.float(), its square, the mean, + eps, rsqrt,
+  // x * rsqrt, back to the dtype, * weight.
+  auto norm_of = [&](int64_t rows, int64_t width) {
+    const int up = a.Malloc(rows * width * 4), sq = a.Malloc(rows * width * 4), mean = a.Malloc(rows * 4);
     a.Free(sq);
-    const int eps = a.Malloc(t * 4), rs = a.Malloc(t * 4);
+    const int eps = a.Malloc(rows * 4), rs = a.Malloc(rows * 4);
     a.Free(eps);
-    const int scaled = a.Malloc(t * h * 4);
+    const int scaled = a.Malloc(rows * width * 4);
     a.Free(rs), a.Free(up);
-    const int cast = a.Malloc(t * h * e), out = a.Malloc(t * h * e);
+    const int cast = a.Malloc(rows * width * e), out = a.Malloc(rows * width * e);
     a.Free(cast), a.Free(scaled), a.Free(mean);
     return out;
+  };
+  auto norm = [&] { return norm_of(t, h); };
+  // Per-head q and k norms (Qwen3) normalize the projection into a new tensor.
+  auto projected = [&](int64_t width) {
+    const int p = a.Malloc(t * width * e);
+    if (!m.qk_norm) return p;
+    const int n = norm_of(t * width / hd, hd);
+    a.Free(p);
+    return n;
   };
   // q * cos + rotate_half(q) * sin: the product, the negated half, the concatenation, the
   // second product, the sum.
@@ -114,7 +125,7 @@ GenerateReplay ReplayGenerate(const ModelSpec& m, const StageShape& s, int tp, i
   int x = embeddings;
   for (int l = 0; l < s.layers; ++l) {
     const int n = norm();
-    const int qp = a.Malloc(t * q * e), kp = a.Malloc(t * kv * e), vp = a.Malloc(t * kv * e);
+    const int qp = projected(q), kp = projected(kv), vp = a.Malloc(t * kv * e);
     const int qr = rotary(q), kr = rotary(kv);
     a.Free(qp), a.Free(kp);
     cache.push_back({a.Malloc(t * kv * e), a.Malloc(t * kv * e)});  // the cache's copies

@@ -13,8 +13,9 @@ keeps nine. The model follows the allocator's policy (c10/cuda/CUDACachingAlloca
   - every stream has pools of its own: a block freed on one stream never serves a request
     on another (FSDP's all-gather and reduce-scatter streams keep theirs);
   - requests of 1 MiB or less come from the small pool, larger ones from the large pool;
-  - a request takes the smallest free block of its pool that holds it (ties: the older
-    segment, then the lower offset);
+  - a request takes the smallest free block of its pool that holds it, the lowest address
+    among equal sizes: each new segment lies below the ones before it (in every trace here),
+    so a newer segment's block wins, then the lower offset;
   - else, natively, a new segment: 2 MiB for the small pool, 20 MiB for large requests under
     10 MiB, the request rounded up to 2 MiB from there; with expandable segments
     (expandable_segments:True, torchtitan's launcher) the pool's one segment maps pages (20 MiB
@@ -52,7 +53,7 @@ class CachingAllocator:
     def __init__(self, expandable=False):
         self.expandable = expandable             # expandable_segments:True (torchtitan's launcher)
         self.tail = {}                           # expandable: (stream, pool) -> its one segment
-        self.free = {}                           # (stream, pool) -> sorted (size, segment, offset)
+        self.free = {}                           # (stream, pool) -> sorted (size, -segment, offset)
         self.segments = []                       # per segment: {"pool", "blocks": {offset: [size, in_use]}}
         self.live = {}                           # key -> (segment, offset)
         self.reserved = 0
@@ -62,9 +63,10 @@ class CachingAllocator:
         size = rounded(request)
         pool = (stream, "small" if size <= MiB else "large")
         free = self.free.setdefault(pool, [])
-        i = bisect.bisect_left(free, (size, -1, -1))
+        i = bisect.bisect_left(free, (size, -10**9, -1))
         if i < len(free):
             block, seg, off = free.pop(i)
+            seg = -seg  # free lists hold -segment: the newer segment, lower in memory, sorts first
         elif self.expandable:
             block, seg, off = self.grow(pool, size)
         else:
@@ -77,7 +79,7 @@ class CachingAllocator:
         if rest >= 512 if pool[1] == "small" else rest > MiB:
             blocks[off] = [size, True]
             blocks[off + size] = [rest, False]
-            bisect.insort(free, (rest, seg, off + size))
+            bisect.insort(free, (rest, -seg, off + size))
         else:
             blocks[off] = [block, True]
         self.live[key] = (seg, off)
@@ -94,7 +96,7 @@ class CachingAllocator:
         last = next((o for o, (b, used) in blocks.items() if o + b == end and not used), None)
         have = blocks.pop(last)[0] if last is not None else 0
         if last is not None:
-            self.free[pool].remove((have, seg, last))
+            self.free[pool].remove((have, -seg, last))
         page = 2 * MiB if pool[1] == "small" else 20 * MiB
         mapped = (size - have + page - 1) // page * page
         segment["end"] = end + mapped
@@ -111,15 +113,15 @@ class CachingAllocator:
         size = blocks[off][0]
         after = off + size
         if after in blocks and not blocks[after][1]:
-            free.remove((blocks[after][0], seg, after))
+            free.remove((blocks[after][0], -seg, after))
             size += blocks.pop(after)[0]
         before = next((o for o, (s, used) in blocks.items() if o + s == off and not used), None)
         if before is not None:
-            free.remove((blocks[before][0], seg, before))
+            free.remove((blocks[before][0], -seg, before))
             del blocks[off]
             off, size = before, size + blocks[before][0]
         blocks[off] = [size, False]
-        bisect.insort(free, (size, seg, off))
+        bisect.insort(free, (size, -seg, off))
 
 
 def replay(events, expandable=False):
