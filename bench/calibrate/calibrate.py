@@ -463,10 +463,15 @@ def apply_fsdp(run, model, mesh, torch):
 def materialize(model, device, torch):
     # to_empty gives every module its own new tensor, which unties a head shared with the
     # embedding unless FSDP holds them as one parameter: remember who shared what, and share
-    # it again after.
+    # it again after. The sharers are emptied first, so that no second copy is allocated and
+    # freed on the device (a loaded checkpoint has none; its freed block would stay cached).
     shared = {}
     for name, p in model.named_parameters(remove_duplicate=False):
         shared.setdefault(id(p), []).append(name)
+    for names in shared.values():
+        for other in names[1:]:
+            mod, attr = other.rsplit(".", 1)
+            model.get_submodule(mod)._parameters[attr] = None
     model.to_empty(device=device)
     for names in shared.values():
         owner, attr = names[0].rsplit(".", 1)
