@@ -132,7 +132,10 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 // - Under FSDP much of that was the all-gather and reduce-scatter streams' own blocks, which
 //   are priced as terms of their own (model_states.cc AddFsdpStreamPools). Past them, the
 //   compute stream of the sharded runs grew by a median 12.5% with recomputation (n=32,
-//   torchtitan and torchtune) and 7.5% without (n=3).
+//   torchtitan and torchtune) and 7.5% without (n=3). Runs that also shard by TP or CP keep
+//   25%: torchtitan's published runs at TP 8 (70B at FSDP 32, 405B with PP 8) reserve that
+//   much, since real collectives keep their tensors until NCCL's stream is done with them,
+//   which our runs' fake process group does not show.
 // - Without recomputation each step repeats the last one's requests and reuses its blocks:
 //   1.03-1.04 on one GPU (n=3).
 // - A LoRA step on one GPU leaves the frozen base out of the churn: 1.08-1.11 (n=3).
@@ -141,7 +144,9 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 //   reuses, so fewer odd-sized requests reach the cache. No compiled run was measured here;
 //   torchtitan's published compiled selective runs hold 1.08-1.14 of the allocated peak this
 //   model prices (its H100 and H200 benchmark tables), its eager ones 1.17-1.22, and its
-//   compiled runs with full recomputation 1.10-1.31 (median 1.23), as eager.
+//   compiled runs with full recomputation 1.10-1.31 (median 1.23), as eager. Sharded, the
+//   side streams' pools come to about that much, so the compute stream keeps only the least
+//   fragmentation.
 // DeepSpeed, Megatron and Unsloth runs were not measured and keep their least fragmentation.
 double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
   const Layout& l = ctx.l;

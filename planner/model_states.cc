@@ -166,6 +166,14 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
         "ZeRO++ hpZ secondary partition, 2P/hpz (memory-model.md 1.3)");
 }
 
+// Whether FSDP shards this run's parameters over more than one rank, so that its all-gather
+// and reduce-scatter streams run.
+bool FsdpSideStreams(const MemoryContext& ctx) {
+  const Layout& l = ctx.l;
+  return (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.zero >= 2 &&
+         DenseShardDegree(l) > 1;
+}
+
 // FSDP runs its all-gathers and reduce-scatters on streams of their own, and the caching
 // allocator keeps blocks per stream: a block freed on one is never handed to a request on
 // another. So the reserve holds, beside the compute stream's own, the most each side stream
@@ -180,12 +188,6 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
 // `gathered_unit` is one layer's all-gather output; `first_gather` the largest that comes
 // first (the root, or the embeddings where they are a unit of their own); `grads` the sharded
 // gradients and the phase they are first allocated in.
-bool FsdpSideStreams(const MemoryContext& ctx) {
-  const Layout& l = ctx.l;
-  return (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.zero >= 2 &&
-         DenseShardDegree(l) > 1;
-}
-
 void AddFsdpStreamPools(double gathered_unit, double first_gather, double grads, Phase grads_first,
                         std::vector<MemoryTerm>& out) {
   const double pair = (first_gather > 0 ? first_gather : gathered_unit) + gathered_unit;
@@ -277,12 +279,13 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,
         "HSDP: all-reduce of the reduce-scattered shard across replicas (bucketed)");
   if (FsdpSideStreams(ctx) && !offload) {
-    const MemoryTerm* grads = nullptr;
+    // Stepped in each gradient's hook, the optimizer frees every gradient at once: no shard
+    // of them waits on the reduce-scatter stream.
+    double grads = 0;
+    Phase grads_first = Phase::kForward;
     for (const MemoryTerm& t : out)
-      if (t.name == "gradients") grads = &t;
-    const bool whole = grads != nullptr && !ctx.r.optimizer_in_backward;
-    AddFsdpStreamPools(gathered_unit, std::max(root, wb * embeddings), whole ? static_cast<double>(grads->bytes) : 0,
-                       whole ? grads->first : Phase::kForward, out);
+      if (t.name == "gradients" && !ctx.r.optimizer_in_backward) grads = static_cast<double>(t.bytes), grads_first = t.first;
+    AddFsdpStreamPools(gathered_unit, std::max(root, wb * embeddings), grads, grads_first, out);
   }
 }
 
