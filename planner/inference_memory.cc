@@ -43,11 +43,10 @@ double KvLayers(const ModelSpec& m, const StageShape& s) {
 // batch x prompt tokens, the RMSNorm's fp32 upcasts, the projections, rotary embedding's
 // halves and products, the cache's copies of the keys and values, attention, the MLP and the
 // residual adds (and Qwen3's per-head q and k norms), each freed when the code lets go of
-// it; then each decode step's
-// torch.cat of every layer's keys and values one token longer. Each layer's keys and values
-// land in blocks the prefill's larger intermediates freed and split them, so the next
-// layer's intermediates ask for fresh segments; the first decode steps' copies find no freed
-// block that holds them. Over our eight generate runs the reserve stops growing after the
+// it; then each decode step's torch.cat of every layer's keys and values one token longer.
+// Each layer's keys and values land in blocks the prefill's larger intermediates freed and
+// split them, so the next layer's intermediates ask for fresh segments; the first decode
+// steps' copies find no freed block that holds them. Over our eight generate runs the reserve stops growing after the
 // first two decode steps, so four are replayed. Replayed, the sequence lands within 0.2% of
 // the reserve six runs measured and -1.8% on Mistral-7B at 8 x 16,384; -6.4% on Llama-3.2-1B
 // at 64 x 4,096, whose harness allocated and freed a copy of its tied head (to_empty unties
@@ -55,7 +54,6 @@ double KvLayers(const ModelSpec& m, const StageShape& s) {
 struct GenerateReplay {
   int64_t reserved = 0, allocated = 0;
 };
-
 
 // A dense decoder whose every layer keeps the whole context (Mistral's sliding_window is the
 // attention mask's: its DynamicCache keeps every token, as the measured run shows). Mixed
@@ -78,7 +76,8 @@ GenerateReplay ReplayGenerate(const ModelSpec& m, const StageShape& s, int tp, i
     weight(f * h), weight(f * h), weight(h * f);
   }
   if (s.last && !m.tied_embeddings) weight(m.vocab * h);
-  // On the first stage the prompt's embeddings stay referenced through the whole forward.
+  // The stage's input (on the first, the prompt's embeddings) stays referenced through the
+  // whole forward.
   const int embeddings = a.Malloc(t * h * e);
   // Rotary tables: fp32 frequencies and their cos and sin, cast to the model's dtype.
   const int t0 = a.Malloc(t * 4), t1 = a.Malloc(t * hd * 2), t2 = a.Malloc(t * hd * 2), t3 = a.Malloc(t * hd * 4);
