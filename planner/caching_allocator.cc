@@ -7,20 +7,17 @@
 #include "planner/units.h"
 
 namespace shardplan {
-namespace {
 
-int64_t Rounded(int64_t bytes) { return bytes < 512 ? 512 : (bytes + 511) / 512 * 512; }
+int64_t AllocatorBlockBytes(int64_t bytes) { return bytes < 512 ? 512 : (bytes + 511) / 512 * 512; }
 
-int64_t SegmentSize(int64_t size) {
-  if (size <= kMiB) return 2 * kMiB;
-  if (size < 10 * kMiB) return 20 * kMiB;
-  return (size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+int64_t AllocatorSegmentBytes(int64_t block) {
+  if (block <= kMiB) return 2 * kMiB;
+  if (block < 10 * kMiB) return 20 * kMiB;
+  return (block + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
 }
 
-}  // namespace
-
 int CachingAllocatorModel::Malloc(int64_t bytes) {
-  const int64_t size = Rounded(bytes);
+  const int64_t size = AllocatorBlockBytes(bytes);
   const bool small = size <= kMiB;
   std::set<FreeKey>& free = FreeList(small);
   int64_t block = 0, offset = 0;
@@ -30,7 +27,7 @@ int CachingAllocatorModel::Malloc(int64_t bytes) {
     segment = -segment;
     free.erase(it);
   } else {
-    block = SegmentSize(size);
+    block = AllocatorSegmentBytes(size);
     segment = static_cast<int>(segments_.size());
     segments_.push_back({small, {{0, {block, false}}}});
     reserved_ += block;

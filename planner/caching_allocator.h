@@ -23,6 +23,12 @@
 
 namespace shardplan {
 
+// The block a request takes: rounded up to 512 B.
+int64_t AllocatorBlockBytes(int64_t bytes);
+// The segment a block that finds no free one opens: 2 MiB for the small pool, 20 MiB under
+// 10 MiB, else rounded up to 2 MiB.
+int64_t AllocatorSegmentBytes(int64_t block);
+
 class CachingAllocatorModel {
  public:
   // Allocates `bytes` and returns a handle for Free.

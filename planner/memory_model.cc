@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "planner/caching_allocator.h"
 #include "planner/lora.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
@@ -101,13 +102,11 @@ std::string_view PhaseName(Phase p) {
 }
 
 int64_t RoundAllocation(int64_t bytes) {
-  // CUDACachingAllocator.cpp: 512 B granularity; small pool (<= 1 MiB) in 2 MiB segments;
-  // 1-10 MiB requests take 20 MiB segments; larger round up to 2 MiB.
+  // CUDACachingAllocator.cpp (caching_allocator.h): 512 B blocks; a request of 10 MiB or more
+  // takes a segment of its own, rounded up to 2 MiB.
   if (bytes <= 0) return 0;
-  const int64_t r512 = (bytes + 511) / 512 * 512;
-  if (r512 <= kMiB) return r512;
-  if (r512 < 10 * kMiB) return r512;
-  return (r512 + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB);
+  const int64_t block = AllocatorBlockBytes(bytes);
+  return block < 10 * kMiB ? block : AllocatorSegmentBytes(block);
 }
 
 double DefaultFragmentation(const Layout& l, const Workload& w) {

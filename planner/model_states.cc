@@ -60,9 +60,14 @@ void AddOptimizer(const MemoryContext& ctx, double elements, bool offloaded, std
 
 // The gradients a rank holds for `elements` local trained params: all of them until the
 // step, or, with the optimizer stepped in each gradient hook (torchtune optimizer_in_bwd),
-// only the largest parameter's gradient at a time.
-void AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elements, double shard, const char* source,
-                  std::vector<MemoryTerm>& out) {
+// only the largest parameter's gradient at a time. Returns the bytes of a whole set held to
+// the step and the phase it is first allocated in (none in the hook's case).
+struct HeldGradients {
+  double bytes = 0;
+  Phase first = Phase::kForward;
+};
+HeldGradients AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elements, double shard,
+                           const char* source, std::vector<MemoryTerm>& out) {
   if (ctx.r.optimizer_in_backward) {
     const double one = static_cast<double>(LargestParam(ctx.m)) / ctx.l.tp / std::max(1.0, shard);
     // The head's backward runs inside the loss's when the loss is chunked (each chunk's
@@ -70,14 +75,16 @@ void AddGradients(const MemoryContext& ctx, double bytes_per_elem, double elemen
     // embedding's, can already be held there.
     Add(out, "gradients", bytes_per_elem * std::min(one, elements), Phase::kLossBackward, Phase::kBackward,
         "optimizer in backward: a parameter's gradient is freed by its hook right after its step");
-    return;
+    return {};
   }
   // Gradients are created layer by layer as backward frees the activations, so with one
   // micro-batch per step the full set first coexists with the optimizer step, not with the
   // start of backward (where the saved activations and the loss's grads peak). Accumulating
   // over micro-batches keeps the earlier ones' gradients through every later backward.
   const bool grows = ctx.l.grad_accum <= 1 && ctx.l.pp == 1;
-  Add(out, "gradients", bytes_per_elem * elements, grows ? Phase::kStep : Phase::kLossBackward, Phase::kStep, source);
+  const Phase first = grows ? Phase::kStep : Phase::kLossBackward;
+  Add(out, "gradients", bytes_per_elem * elements, first, Phase::kStep, source);
+  return {bytes_per_elem * elements, first};
 }
 
 void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
@@ -209,12 +216,13 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const bool shard = l.zero >= 2;
   const double local = st.Shard(shard);
   const double pb = TrainedBytes(ctx);
+  HeldGradients grads;  // the set the reduce-scatter stream's blocks hold (AddFsdpStreamPools)
   if (!offload) {
     // FSDP2: sharded params are fp32 DTensors and are the master copy (_fully_shard docs);
     // pure bf16 recipes (torchtune, HF on a bf16 checkpoint) keep them in bf16.
     Add(out, "parameters", pb * local, Phase::kSetup, Phase::kStep,
         shard ? "FSDP2 sharded params, 4P/N in fp32 (memory-model.md 3.1), 2P/N pure bf16" : "replicated params (NO_SHARD / DDP / one GPU)");
-    AddGradients(ctx, pb, st.Shard(l.zero == 3 || l.zero == 2), shard ? DenseShardDegree(l) : 1,
+    grads = AddGradients(ctx, pb, st.Shard(l.zero == 3 || l.zero == 2), shard ? DenseShardDegree(l) : 1,
                  "sharded grads in the params' dtype, alive from backward to zero_grad", out);
     AddOptimizer(ctx, local, false, out, true);
   }
@@ -279,13 +287,7 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "replicate_allreduce_buffer", 4 * local / 8, Phase::kBackward, Phase::kBackward,
         "HSDP: all-reduce of the reduce-scattered shard across replicas (bucketed)");
   if (FsdpSideStreams(ctx) && !offload) {
-    // Stepped in each gradient's hook, the optimizer frees every gradient at once: no shard
-    // of them waits on the reduce-scatter stream.
-    double grads = 0;
-    Phase grads_first = Phase::kForward;
-    for (const MemoryTerm& t : out)
-      if (t.name == "gradients" && !ctx.r.optimizer_in_backward) grads = static_cast<double>(t.bytes), grads_first = t.first;
-    AddFsdpStreamPools(gathered_unit, std::max(root, wb * embeddings), grads, grads_first, out);
+    AddFsdpStreamPools(gathered_unit, std::max(root, wb * embeddings), grads.bytes, grads.first, out);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "planner/framework_defaults.h"
+#include "planner/memory_terms.h"
 #include "planner/units.h"
 
 namespace shardplan {
@@ -70,7 +71,7 @@ bool TorchtitanFloat8AllGather(const Workload& w, bool sharded) {
 
 bool Float8AllGather(const Workload& w, const Layout& l) {
   return w.training() && !w.lora_like() && TorchtitanItself(l) &&
-         TorchtitanFloat8AllGather(w, l.zero >= 2 && l.shard_degree() * std::max(1, l.cp) > 1);
+         TorchtitanFloat8AllGather(w, l.zero >= 2 && DenseShardDegree(l) > 1);
 }
 
 Bf16Layers LowPrecisionBf16Layers(const ModelSpec& m, const Workload& w, const Layout& l) {
