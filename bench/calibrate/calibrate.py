@@ -578,6 +578,13 @@ def measure(run, device_name, steps):
         free0, total = torch.cuda.mem_get_info()
         context_bytes = total - free0
         torch.cuda.reset_peak_memory_stats()
+    perturb = perturbation() if cuda else None
+    held = None
+    if perturb:
+        held = torch.empty(perturb[1], dtype=torch.uint8, device=device)
+        if perturb[0] == "hole":
+            del held
+            held = None
     world = run.dp * run.tp
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=max(1, world))
     try:
@@ -673,10 +680,13 @@ def measure(run, device_name, steps):
             torch.cuda.synchronize()
             free, total = torch.cuda.mem_get_info()
             props = torch.cuda.get_device_properties(0)
+            taken = held.numel() if held is not None else 0
+            if perturb:
+                record["perturbation"] = {"kind": perturb[0], "bytes": perturb[1]}
             record.update({
-                "allocated_peak_bytes": torch.cuda.max_memory_allocated(),
-                "reserved_peak_bytes": torch.cuda.max_memory_reserved(),
-                "device_used_bytes": total - free,
+                "allocated_peak_bytes": torch.cuda.max_memory_allocated() - taken,
+                "reserved_peak_bytes": torch.cuda.max_memory_reserved() - taken,
+                "device_used_bytes": total - free - taken,
                 "cuda_context_bytes": context_bytes,
                 "gpu": props.name, "gpu_total_bytes": total,
                 "cuda": torch.version.cuda, "driver": _driver(),
@@ -700,8 +710,23 @@ def measure(run, device_name, steps):
 # CALIBRATE_TRACE_EVENTS=1 keeps the allocator's whole event trace ([action, bytes, address,
 # stream], in order; segments mapped and unmapped too, where they are expandable),
 # which a model of the caching allocator can be replayed against.
+# CALIBRATE_PERTURB=hole:BYTES or hold:BYTES shifts the allocator's layout before the model is
+# built: a block of BYTES allocated and freed at once (a cached hole the run's first blocks
+# fill), or held through the run (its bytes are taken off the peaks recorded). The same run
+# under a few of them shows how far its reserved peak moves when nothing it needs changes.
 LIVE_AT = os.environ.get("CALIBRATE_LIVE_AT", "")
 TRACE_EVENTS = os.environ.get("CALIBRATE_TRACE_EVENTS", "") == "1"
+PERTURB = os.environ.get("CALIBRATE_PERTURB", "")
+
+
+def perturbation():
+    """(kind, bytes) from CALIBRATE_PERTURB, or None."""
+    if not PERTURB:
+        return None
+    kind, _, size = PERTURB.partition(":")
+    if kind not in ("hole", "hold") or not size.isdigit():
+        raise SystemExit(f"CALIBRATE_PERTURB={PERTURB!r}: expected hole:BYTES or hold:BYTES")
+    return kind, int(size)
 
 
 def live_blocks_now(torch):
