@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "planner/caching_allocator.h"
 #include "planner/dtype.h"
 #include "planner/framework_defaults.h"
 #include "planner/lora.h"
@@ -389,7 +390,27 @@ struct LogitBytes {
   double forward, per_token, backward;
   const char* forward_note;
   const char* backward_note;
+  // The eager upcast's block order, where it applies: bf16 logits, fp32 upcast, fp32
+  // log-softmax; the upcast and the logits freed; nll_loss's fp32 grad, log_softmax's.
+  bool upcast_sequence = false;
 };
+
+// The eager loss's blocks in their order (every H100 trace of ours, torchtitan's loss and
+// transformers' alike): the bf16 logits (2 B a logit), their fp32 upcast and fp32
+// log-softmax (4 B each); the upcast and the logits freed, which merge into one free block
+// of 6 B; in backward nll_loss's fp32 grad takes that block and leaves the logits' 2 B of it
+// free, and log_softmax's fp32 grad finds no free block its size and opens another. The
+// reserve runs 2 B a logit past the 12 live: the allocator's model, replayed, says how much.
+int64_t UpcastLossHole(int64_t logits) {
+  CachingAllocatorModel a;
+  const int bf16 = a.Malloc(2 * logits), upcast = a.Malloc(4 * logits);
+  a.Malloc(4 * logits);  // the saved log-softmax, live through backward
+  a.Free(upcast);
+  a.Free(bf16);
+  a.Malloc(4 * logits);  // nll_loss's grad
+  a.Malloc(4 * logits);  // log_softmax's grad
+  return a.reserved_peak() - a.allocated_peak();
+}
 
 LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   switch (ctx.r.loss) {
@@ -448,8 +469,24 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
             "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
   return {megatron ? 6.0 : 10.0, 0, megatron ? 6.0 : 12.0,
           "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)",
-          "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
+          "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)", !megatron};
 }
+
+}  // namespace
+
+bool PricesLossHole(const MemoryContext& ctx) {
+  // Where the traces show it: FSDP-sharded runs of the eager upcast loss. Unsharded runs keep
+  // every activation until the loss, so their reserve peaks later, once backward has reused
+  // the block. Runs whose cache growth was fitted to published runs (compiled with selective
+  // recomputation; TP or CP: DefaultCacheGrowth) already hold it in that growth.
+  const Layout& l = ctx.l;
+  const bool sharded = l.zero >= 2 && DenseShardDegree(l) > 1;
+  return ctx.w.training() && ctx.r.loss != LossKind::kFused && WholeLogitBytes(ctx).upcast_sequence && sharded &&
+         l.tp * l.cp == 1 &&
+         !(ctx.r.compile && l.ac == Recompute::kSelective);
+}
+
+namespace {
 
 }  // namespace
 
@@ -527,6 +564,11 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                  Phase::kLoss, Phase::kLoss, Pool::kTorch, b.forward_note});
   out.push_back({"logits_grad", static_cast<int64_t>(tokens * vocab * b.backward), 3, Phase::kLossBackward, Phase::kLossBackward,
                  Pool::kTorch, b.backward_note});
+  if (PricesLossHole(ctx)) {
+    const int64_t hole = UpcastLossHole(static_cast<int64_t>(tokens * vocab));
+    out.push_back({"logits_freed_hole", hole, 1, Phase::kLossBackward, Phase::kLossBackward, Pool::kFragment,
+                   "the bf16 logits' freed block, too small for the fp32 grads of the loss placed beside it"});
+  }
 }
 
 }  // namespace shardplan

@@ -86,7 +86,8 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
 
 std::string_view PoolName(Pool p) {
   return p == Pool::kTorch ? "torch" : p == Pool::kNonTorch ? "non-torch" : p == Pool::kPaged ? "paged"
-         : p == Pool::kCached ? "cached" : p == Pool::kStream ? "stream-cached" : "host";
+         : p == Pool::kCached ? "cached" : p == Pool::kStream ? "stream-cached"
+         : p == Pool::kFragment ? "fragment" : "host";
 }
 
 std::string_view PhaseName(Phase p) {
@@ -129,12 +130,14 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 //   of the allocated peak, median 1.25 (n=34: torchtitan full and selective, HF and
 //   torchtune full).
 // - Under FSDP much of that was the all-gather and reduce-scatter streams' own blocks, which
-//   are priced as terms of their own (model_states.cc AddFsdpStreamPools). Past them, the
-//   compute stream of the sharded runs grew by a median 12.5% with recomputation (n=32,
-//   torchtitan and torchtune) and 7.5% without (n=3). Runs that also shard by TP or CP keep
-//   25%: torchtitan's published runs at TP 8 (70B at FSDP 32, 405B with PP 8) reserve that
-//   much, since real collectives keep their tensors until NCCL's stream is done with them,
-//   which our runs' fake process group does not show.
+//   are priced as terms of their own (model_states.cc AddFsdpStreamPools), and so is the
+//   eager loss's hole, the bf16 logits' freed block that none of the loss's fp32 blocks fit
+//   (activations.cc UpcastLossHole, 2 B a logit). Past both, the compute stream of the
+//   sharded runs grew by a median 6% with recomputation (n=22, torchtitan; 12.5% before
+//   the hole was priced apart, n=32 with torchtune's) and 7.5% without (n=3). Runs that
+//   also shard by TP or CP keep 25%: torchtitan's published runs at TP 8 (70B at FSDP 32,
+//   405B with PP 8) reserve that much, since real collectives keep their tensors until
+//   NCCL's stream is done with them, which our runs' fake process group does not show.
 // - Without recomputation each step repeats the last one's requests and reuses its blocks:
 //   1.03-1.04 on one GPU (n=3).
 // - A LoRA step on one GPU leaves the frozen base out of the churn: 1.08-1.11 (n=3).
@@ -159,7 +162,9 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
   else if (l.ac == Recompute::kSelective && ctx.r.compile)
     growth = sharded ? 0 : 0.12;
   else if (sharded)
-    growth = l.ac == Recompute::kNone ? 0.08 : l.tp * l.cp > 1 ? 0.25 : 0.12;
+    growth = l.tp * l.cp > 1 ? (l.ac == Recompute::kNone ? 0.08 : 0.25)
+             : PricesLossHole(ctx) ? (l.ac == Recompute::kNone ? 0.05 : 0.06)
+             : (l.ac == Recompute::kNone ? 0.08 : 0.12);
   else if (l.ac != Recompute::kNone)
     growth = 0.25;
   return growth;  // UsageAt never lets it fall below the least fragmentation
@@ -167,11 +172,11 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
 
 PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   PhaseUsage u;
-  int64_t rounded = 0, non_torch = 0, freed_kept = 0, other_streams = 0;
+  int64_t rounded = 0, non_torch = 0, freed_kept = 0, held_apart = 0;
   for (const MemoryTerm& t : s.terms) {
     if (p < t.first || p > t.last) continue;
     if (t.pool == Pool::kCached) freed_kept += t.bytes;
-    if (t.pool == Pool::kStream) other_streams += t.bytes;
+    if (t.pool == Pool::kStream || t.pool == Pool::kFragment) held_apart += t.bytes;
     if (!AllocatedOnGpu(t.pool)) continue;
     if (t.pool == Pool::kNonTorch) {
       non_torch += t.bytes;
@@ -183,7 +188,7 @@ PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {
   }
   const int64_t needed = static_cast<int64_t>(static_cast<double>(rounded) * (1 + a.fragmentation));
   int64_t cached = static_cast<int64_t>(static_cast<double>(rounded) * (1 + std::max(a.fragmentation, a.cache_growth)));
-  cached = std::max(cached, rounded + freed_kept) + other_streams;
+  cached = std::max(cached, rounded + freed_kept) + held_apart;  // grown over, not into
   if (a.capacity_bytes > 0) cached = std::min(cached, a.capacity_bytes - non_torch);
   u.reserved = std::max(needed, cached);
   u.device = u.reserved + non_torch;

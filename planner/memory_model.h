@@ -37,6 +37,9 @@ enum class Pool {
              // reduce-scatter streams): each stream draws on blocks of its own, so these add
              // to the compute stream's reserve instead of being reused by it; like kCached,
              // released before an allocation fails, so it never decides a fit
+  kFragment, // free blocks the caching allocator holds between live ones, too small for the
+             // requests that come next (the bf16 logits' block among the loss's fp32 ones):
+             // they add to the reserve grown over the live bytes; never decides a fit
 };
 std::string_view PoolName(Pool p);
 // Whether a term of this pool is memory allocated on the GPU, by PyTorch or by the runtime:

@@ -42,6 +42,9 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
 void AddModelStates(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
 // Saved activations, recomputation, logits and loss (activations.cc).
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+// Whether the eager loss's freed bf16 logits are priced as a term of their own
+// (logits_freed_hole, pool fragment) rather than left in the cache's growth.
+bool PricesLossHole(const MemoryContext& ctx);
 // Working-weight bytes per element in training (what the forward reads): fp32 runs 4, every
 // lower precision keeps 16-bit weights (fp8 quantizes on the fly).
 inline double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }

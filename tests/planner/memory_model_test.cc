@@ -840,6 +840,45 @@ TEST(Peaks, FsdpSideStreamsKeepBlocksOfTheirOwn) {
   }
 }
 
+// The eager loss frees its bf16 logits before backward asks for two fp32 blocks of the loss's
+// size, and neither fits in the logits' freed block: the reserve holds it beside the 12 B a
+// logit that live. Traced on one H100 (bench/calibrate, CALIBRATE_TRACE_EVENTS=1), Llama-3.1-8B
+// over FSDP 8 at 2 x 8192 tokens (bench/data/calibration/l8b-tt-fsdp8-s8k-b2-full) mapped the
+// loss's blocks over 3.91 + 3 x 7.83 GiB, 3.91 GiB past the 23.48 live, and reserved 51.68 GiB.
+TEST(Peaks, EagerLossLeavesTheLogitsBlockFree) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  const ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(8192, 16);
+  w.torch_version = 211;
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=8,zero=3,mbs=2,ac=full"), c);
+  const int64_t logits = 2LL * 8192 * 128256;
+  EXPECT_EQ(Term(e, "logits_grad"), 12 * logits);
+  EXPECT_EQ(Term(e, "logits_freed_hole"), 2 * logits);  // 4,202,692,608 B, whole 2 MiB pages
+  EXPECT_NEAR(ToGiB(e.fullest().reserved_peak), 51.68, 0.03 * 51.68);
+
+  // A term of its own: it grows the reserve at the loss's backward and nowhere else, and never
+  // what the step allocates or needs.
+  StageMemory without = e.fullest();
+  std::erase_if(without.terms, [](const MemoryTerm& t) { return t.pool == Pool::kFragment; });
+  ASSERT_EQ(without.terms.size() + 1, e.fullest().terms.size());
+  for (int p = 0; p < kPhaseCount; ++p) {
+    const Phase phase = static_cast<Phase>(p);
+    const PhaseUsage with = UsageAt(e.fullest(), phase, e.allocator), bare = UsageAt(without, phase, e.allocator);
+    EXPECT_EQ(with.allocated, bare.allocated) << PhaseName(phase);
+    EXPECT_EQ(with.required, bare.required) << PhaseName(phase);
+    EXPECT_EQ(with.reserved, bare.reserved + (phase == Phase::kLossBackward ? 2 * logits : 0)) << PhaseName(phase);
+  }
+
+  // torchtune's chunked loss, TP's loss_parallel and Megatron's fused loss free their blocks
+  // in other orders: no such term, and their cache growth holds what they leave.
+  w.loss = LossKind::kChunked;
+  const MemoryEstimate chunked = EstimateMemory(m, w, Resolve(m, w, c, "framework=fsdp,dp=8,zero=3,mbs=2,ac=full"), c);
+  EXPECT_EQ(Term(chunked, "logits_freed_hole"), 0);
+  w.loss = LossKind::kAuto;
+  const MemoryEstimate tp = EstimateMemory(m, w, Resolve(m, w, c, "framework=torchtitan,dp=4,tp=2,zero=3,mbs=2,ac=full"), c);
+  EXPECT_EQ(Term(tp, "logits_freed_hole"), 0);
+}
+
 // bench/data/calibration/l8b-tt-fsdp2-s4k-b2-full: FSDP 2 of Llama-3.1-8B at 2 x 4096 tokens
 // allocated 74.85 GiB of an 80 GB H100 and reserved 78.30 GiB, not the quarter more its cache
 // grows to elsewhere: an allocation that fails frees the cached blocks and retries.
