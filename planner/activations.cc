@@ -397,10 +397,11 @@ struct LogitBytes {
 
 // The eager loss's blocks in their order (every H100 trace of ours, torchtitan's loss and
 // transformers' alike): the bf16 logits (2 B a logit), their fp32 upcast and fp32
-// log-softmax (4 B each); the upcast and the logits freed, which merge into one free block
-// of 6 B; in backward nll_loss's fp32 grad takes that block and leaves the logits' 2 B of it
-// free, and log_softmax's fp32 grad finds no free block its size and opens another. The
-// reserve runs 2 B a logit past the 12 live: the allocator's model, replayed, says how much.
+// log-softmax (4 B each); the upcast and the logits freed, 6 B (one block in an expandable
+// segment, two natively); in backward nll_loss's fp32 grad takes 4 B of it and leaves the
+// logits' 2 B free, and log_softmax's fp32 grad finds no free block its size and opens
+// another. The reserve runs 2 B a logit past the 12 live: the allocator's model, replayed
+// (natively; an expandable segment comes to the same), says how much.
 int64_t UpcastLossHole(int64_t logits) {
   CachingAllocatorModel a;
   const int bf16 = a.Malloc(2 * logits), upcast = a.Malloc(4 * logits);
@@ -482,13 +483,8 @@ bool PricesLossHole(const MemoryContext& ctx) {
   const Layout& l = ctx.l;
   const bool sharded = l.zero >= 2 && DenseShardDegree(l) > 1;
   return ctx.w.training() && ctx.r.loss != LossKind::kFused && WholeLogitBytes(ctx).upcast_sequence && sharded &&
-         l.tp * l.cp == 1 &&
-         !(ctx.r.compile && l.ac == Recompute::kSelective);
+         l.tp * l.cp == 1 && !(ctx.r.compile && l.ac == Recompute::kSelective);
 }
-
-namespace {
-
-}  // namespace
 
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;

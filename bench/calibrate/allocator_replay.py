@@ -8,7 +8,7 @@ prints the reserved peak the model reaches beside the one measured.
 
 A trace comes from calibrate.py run with CALIBRATE_TRACE_EVENTS=1: every allocation and free
 the allocator saw, in order, as [action, bytes, address, stream]; bench/data/allocator_traces
-keeps nine. The model follows the allocator's policy (c10/cuda/CUDACachingAllocator.cpp):
+keeps fifteen. The model follows the allocator's policy (c10/cuda/CUDACachingAllocator.cpp):
   - a request is rounded up to 512 B;
   - every stream has pools of its own: a block freed on one stream never serves a request
     on another (FSDP's all-gather and reduce-scatter streams keep theirs);
