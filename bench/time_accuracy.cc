@@ -184,7 +184,7 @@ StatusOr<Workload> ReadWorkload(const YAML::Node& n, const std::string& what) {
   Workload w;
   if (!ParseTask(Get<std::string>(n, "task", "pretrain"), &w.task))
     return Status::BadInput(what + ".task (" + Where(n) + "): unknown task");
-  if (!ParseOptimizer(Get<std::string>(n, "optimizer", "adamw"), &w.optimizer))
+  if (!ParseOptimizer(Get<std::string>(n, "optimizer", "adamw"), &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return Status::BadInput(what + ".optimizer (" + Where(n) + "): unknown optimizer");
   auto dtype = [&](const char* key, Dtype dflt) -> StatusOr<Dtype> {
     if (!n[key]) return dflt;

@@ -68,6 +68,9 @@ double LoraLayerParams(const ModelSpec& m, const LoraSpec& lora);
 
 // HBM bytes one fused optimizer step reads and writes per parameter.
 double OptimizerBytesPerParam(Optimizer o);
+// What torch's foreach Adam/AdamW reads and writes past one fused step, per parameter of
+// `trained` bytes (4 fp32, 2 pure bf16); 0 for other optimizers.
+double ForeachStepExtraBytes(Optimizer o, double trained);
 // Muon's Newton-Schulz iterations, FLOPs per matrix parameter averaged over the model.
 double MuonFlopsPerParam(const ModelSpec& m);
 

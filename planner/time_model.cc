@@ -92,6 +92,7 @@ struct Ctx : LayerShape {
   int pp = 1, dp = 1, vpp = 1;
   int64_t moe_layers = 0;  // layers whose MLP is an MoE block
   double lora_layer_params = 0;  // LoRA adapters per layer (the mean over the layers)
+  double foreach_step_bytes = 0;  // torch's foreach AdamW past a fused step, per local param
 };
 
 int AtLeast1(int v) { return v > 0 ? v : 1; }
@@ -576,7 +577,7 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
   if (x.lora) local = x.lora_layer_params * stage_layers / x.tp / dense_shard;
   const double gpn = AtLeast1(x.c.gpus_per_node);
   if (x.l.offload_optimizer == Offload::kNone) {
-    e.optimizer = MemSeconds(x.hw, local * OptimizerBytesPerParam(x.w.optimizer));
+    e.optimizer = MemSeconds(x.hw, local * (OptimizerBytesPerParam(x.w.optimizer) + x.foreach_step_bytes));
     // Muon orthogonalizes each matrix's update with bf16 GEMMs; the ranks sharing the
     // optimizer split the matrices between them (Megatron's distributed Muon).
     if (x.w.optimizer == Optimizer::kMuon && !x.lora)
@@ -669,6 +670,13 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
+  // Where torch steps AdamW itself (FSDP, torchtitan, one GPU), the recipe says whether with
+  // its foreach implementation. DeepSpeed and Megatron step fused kernels; DeepSpeed's memory
+  // prices the client's foreach AdamW when unstated only because it holds more.
+  if ((l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
+      (w.optimizer == Optimizer::kAdamW || w.optimizer == Optimizer::kAdam) && l.offload_optimizer == Offload::kNone)
+    if (const TrainingRecipe r = ResolveRecipe(m, w, l, nullptr); r.torch_foreach_step)
+      x.foreach_step_bytes = ForeachStepExtraBytes(w.optimizer, r.pure_low_precision && w.precision != Dtype::kFp32 ? 2 : 4);
   const int64_t micro = AtLeast1(l.grad_accum);
 
   const LayerTable table = BuildTable(x);

@@ -187,10 +187,11 @@ class Run:
         self.master = str(w.get("master_weights", default_master))
         if self.framework == "torchtune" and self.master != "none":
             raise RunError(f"{folder}/workload.yaml: torchtune keeps no fp32 master copy (master_weights: none)")
-        self.optimizer = w.get("optimizer", "adamw")
+        # adamw_torch (HF Trainer's name) is torch's foreach AdamW, the only AdamW step run here.
+        self.optimizer = {"adamw_torch": "adamw"}.get(w.get("optimizer", "adamw"), w.get("optimizer", "adamw"))
         if self.optimizer not in ("adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit"):
-            raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw, adam, sgd, "
-                           "sgd-momentum or adamw-8bit")
+            raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw_torch, adamw, adam, "
+                           "sgd, sgd-momentum or adamw-8bit")
         self.loss = w.get("loss", "standard")
         if self.loss not in ("standard", "chunked"):
             raise RunError(f"{folder}/workload.yaml: loss {self.loss!r}: expected standard or chunked")

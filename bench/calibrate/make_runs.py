@@ -165,7 +165,9 @@ def main():
         shutil.rmtree(out)
     ids = set()
     for rid, model, framework, dp, tp, mbs, seq, ac, extra in RUNS:
-        workload = {"task": "pretrain", "precision": "bf16", "master_weights": "fp32", "optimizer": "adamw",
+        # adamw_torch: torch's AdamW with foreach=True, the step calibrate.py runs (HF Trainer's
+        # name for it), so that the estimate prices that step and not a fused kernel.
+        workload = {"task": "pretrain", "precision": "bf16", "master_weights": "fp32", "optimizer": "adamw_torch",
                     "loss": "standard", "seq_len": seq, "global_batch": mbs * dp, "compile": "false"}
         workload.update(extra)
         if workload["precision"] == "fp32":
