@@ -204,8 +204,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   }
   // Elsewhere torch steps AdamW itself. torchtune's configs set fused=True and HF Trainer
   // defaults to adamw_torch_fused (one kernel per parameter group); torchtitan's default was
-  // foreach until 2025-02-24, fused since; plain FSDP scripts and AutoModel's configs
-  // (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach. A name that says
+  // foreach until 2025-02-24, fused since; plain FSDP scripts, fms-fsdp's
+  // (main_training_llama.py: optim.AdamW with betas and weight decay, no fused flag) and
+  // AutoModel's configs (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach. A name that says
   // the step (adamw_torch, adamw_torch_fused) overrides all of them; bitsandbytes steps in
   // its own kernels.
   if (adam) {
@@ -214,7 +215,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     else if (TorchtitanItself(l))
       r.torch_foreach_step = !ReleaseAtLeast(w, defaults::kTorchtitanFusedAdamW);
     else
-      r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel;
+      r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel || l.stack == Stack::kFmsFsdp;
   }
   r.paged_optimizer = w.paged_optimizer;
   if (w.galore_rank > 0)

@@ -645,6 +645,8 @@ TEST(Recipe, TorchAdamWStepByReleaseAndName) {
   EXPECT_FALSE(foreach_step("optimizer: adamw_torch_fused\n", titan));
   EXPECT_TRUE(foreach_step("release: 2025-06\noptimizer: adamw_torch\n", titan));
   EXPECT_TRUE(foreach_step("", "framework=fsdp,dp=8,zero=3"));
+  EXPECT_TRUE(foreach_step("", "framework=fms-fsdp,dp=8,zero=3"));  // optim.AdamW, no fused flag
+  EXPECT_FALSE(foreach_step("", "framework=torchtune,dp=8,zero=3"));  // its configs: fused: True
   EXPECT_FALSE(foreach_step("optimizer: adamw-8bit\n", "framework=fsdp,dp=8,zero=3"));
   const std::string titan_terms = "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full";
   auto step_temp = [&](const std::string& extra) {
