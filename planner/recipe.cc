@@ -206,9 +206,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   // defaults to adamw_torch_fused (one kernel per parameter group); torchtitan's default was
   // foreach until 2025-02-24, fused since; plain FSDP scripts, fms-fsdp's
   // (main_training_llama.py: optim.AdamW with betas and weight decay, no fused flag) and
-  // AutoModel's configs (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach. A name that says
-  // the step (adamw_torch, adamw_torch_fused) overrides all of them; bitsandbytes steps in
-  // its own kernels.
+  // AutoModel's configs (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach.
+  // A name that says the step (adamw_torch, adamw_torch_fused) overrides all of them;
+  // bitsandbytes steps in its own kernels.
   if (adam) {
     if (w.optimizer_step != OptimizerStep::kAuto)
       r.torch_foreach_step = w.optimizer_step == OptimizerStep::kForeach;

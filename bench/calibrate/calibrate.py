@@ -188,7 +188,8 @@ class Run:
         if self.framework == "torchtune" and self.master != "none":
             raise RunError(f"{folder}/workload.yaml: torchtune keeps no fp32 master copy (master_weights: none)")
         # adamw_torch (HF Trainer's name) is torch's foreach AdamW, the only AdamW step run here.
-        self.optimizer = {"adamw_torch": "adamw"}.get(w.get("optimizer", "adamw"), w.get("optimizer", "adamw"))
+        named = w.get("optimizer", "adamw")
+        self.optimizer = "adamw" if named == "adamw_torch" else named
         if self.optimizer not in ("adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit"):
             raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw_torch, adamw, adam, "
                            "sgd, sgd-momentum or adamw-8bit")
