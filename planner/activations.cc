@@ -470,7 +470,8 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
             "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)"};
   return {megatron ? 6.0 : 10.0, 0, megatron ? 6.0 : 12.0,
           "bf16 logits + fp32 upcast + fp32 softmax, per token per logit (memory-model.md 4.5)",
-          "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)", !megatron};
+          "saved log-softmax + fp32 grads of the loss at the start of backward (memory-model.md 4.5)",
+          !megatron && ctx.r.loss != LossKind::kFused};
 }
 
 }  // namespace
@@ -481,9 +482,8 @@ bool PricesLossHole(const MemoryContext& ctx) {
   // the block. Runs whose cache growth was fitted to published runs (compiled with selective
   // recomputation; TP or CP: DefaultCacheGrowth) already hold it in that growth.
   const Layout& l = ctx.l;
-  const bool sharded = l.zero >= 2 && DenseShardDegree(l) > 1;
-  return ctx.w.training() && ctx.r.loss != LossKind::kFused && WholeLogitBytes(ctx).upcast_sequence && sharded &&
-         l.tp * l.cp == 1 && !(ctx.r.compile && l.ac == Recompute::kSelective);
+  return ctx.w.training() && WholeLogitBytes(ctx).upcast_sequence && DenseStatesSharded(l) && l.tp * l.cp == 1 &&
+         !(ctx.r.compile && l.ac == Recompute::kSelective);
 }
 
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {

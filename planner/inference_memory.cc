@@ -46,11 +46,11 @@ double KvLayers(const ModelSpec& m, const StageShape& s) {
 // it; then each decode step's torch.cat of every layer's keys and values one token longer.
 // Each layer's keys and values land in blocks the prefill's larger intermediates freed and
 // split them, so the next layer's intermediates ask for fresh segments; the first decode
-// steps' copies find no freed block that holds them. Over our eight generate runs the reserve stops growing after the
-// first two decode steps, so four are replayed. Replayed, the sequence lands within 0.2% of
-// the reserve six runs measured and -1.8% on Mistral-7B at 8 x 16,384; -6.4% on Llama-3.2-1B
-// at 64 x 4,096, whose harness allocated and freed a copy of its tied head (to_empty unties
-// it) that loading a checkpoint does not.
+// steps' copies find no freed block that holds them. Over our eight generate runs the
+// reserve stops growing after the first two decode steps, so four are replayed. Replayed, the
+// sequence lands within 0.2% of the reserve six runs measured and -1.8% on Mistral-7B at
+// 8 x 16,384; Llama-3.2-1B at 64 x 4,096, measured again once the harness stopped
+// allocating a second copy of its tied head, scores +0.3% (bench/data/calibration).
 struct GenerateReplay {
   int64_t reserved = 0, allocated = 0;
 };

@@ -155,7 +155,7 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
   if (!ctx.w.training() || l.framework == Framework::kDeepSpeed || l.framework == Framework::kMegatron ||
       l.stack == Stack::kUnsloth)
     return frag;
-  const bool sharded = l.zero >= 2 && DenseShardDegree(l) > 1;
+  const bool sharded = DenseStatesSharded(l);
   double growth = 0.04;
   if (ctx.w.lora_like() && !sharded)
     growth = 0.10;

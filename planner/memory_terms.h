@@ -48,6 +48,11 @@ bool PricesLossHole(const MemoryContext& ctx);
 // Working-weight bytes per element in training (what the forward reads): fp32 runs 4, every
 // lower precision keeps 16-bit weights (fp8 quantizes on the fly).
 inline double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
+// Bytes of a trained parameter or its gradient as the optimizer sees it: fp32 under mixed
+// precision, the working dtype when training is pure low precision.
+inline double TrainedBytes(const TrainingRecipe& r, const Workload& w) {
+  return r.pure_low_precision ? WeightBytes(w) : 4;
+}
 
 // The forward runs on fp32 weights under bf16/fp16 autocast: one GPU or DDP (no FSDP
 // parameter cast) with fp32 master weights, a full fine-tune or pretraining. autocast then
@@ -88,6 +93,8 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag);
 
 // The group that shards dense model states (ZeRO/FSDP/distributed optimizer).
 int DenseShardDegree(const Layout& l);
+// Whether ZeRO-2/3 or FSDP shards the dense states over more than one rank.
+inline bool DenseStatesSharded(const Layout& l) { return l.zero >= 2 && DenseShardDegree(l) > 1; }
 // The group that shards expert model states (expert data parallel).
 int ExpertShardDegree(const Layout& l);
 

@@ -31,9 +31,7 @@ struct States {
 
 // An fp32 master copy beside the working weights (mixed precision).
 bool MixedPrecision(const MemoryContext& ctx) { return ctx.w.precision != Dtype::kFp32 && ctx.r.master_weights; }
-// Bytes of a trained parameter or its gradient as the optimizer sees it: fp32 under mixed
-// precision, the working dtype when training is pure low precision.
-double TrainedBytes(const MemoryContext& ctx) { return ctx.r.pure_low_precision ? WeightBytes(ctx.w) : 4; }
+double TrainedBytes(const MemoryContext& ctx) { return shardplan::TrainedBytes(ctx.r, ctx.w); }
 
 void AddOptimizer(const MemoryContext& ctx, double elements, bool offloaded, std::vector<MemoryTerm>& out,
                   bool torch_foreach) {
@@ -177,8 +175,7 @@ void DeepSpeedStates(const MemoryContext& ctx, const StageShape& s, const States
 // and reduce-scatter streams run.
 bool FsdpSideStreams(const MemoryContext& ctx) {
   const Layout& l = ctx.l;
-  return (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && l.zero >= 2 &&
-         DenseShardDegree(l) > 1;
+  return (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) && DenseStatesSharded(l);
 }
 
 // FSDP runs its all-gathers and reduce-scatters on streams of their own, and the caching

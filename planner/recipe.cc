@@ -71,7 +71,7 @@ bool TorchtitanFloat8AllGather(const Workload& w, bool sharded) {
 
 bool Float8AllGather(const Workload& w, const Layout& l) {
   return w.training() && !w.lora_like() && TorchtitanItself(l) &&
-         TorchtitanFloat8AllGather(w, l.zero >= 2 && DenseShardDegree(l) > 1);
+         TorchtitanFloat8AllGather(w, DenseStatesSharded(l));
 }
 
 Bf16Layers LowPrecisionBf16Layers(const ModelSpec& m, const Workload& w, const Layout& l) {

@@ -14,6 +14,7 @@
 #include "planner/compute_cost.h"
 #include "planner/deepspeed_buckets.h"
 #include "planner/framework_defaults.h"
+#include "planner/memory_terms.h"
 #include "planner/quantization.h"
 #include "planner/recipe.h"
 
@@ -676,7 +677,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if ((l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
       (w.optimizer == Optimizer::kAdamW || w.optimizer == Optimizer::kAdam) && l.offload_optimizer == Offload::kNone)
     if (const TrainingRecipe r = ResolveRecipe(m, w, l, nullptr); r.torch_foreach_step)
-      x.foreach_step_bytes = ForeachStepExtraBytes(w.optimizer, r.pure_low_precision && w.precision != Dtype::kFp32 ? 2 : 4);
+      x.foreach_step_bytes = ForeachStepExtraBytes(w.optimizer, TrainedBytes(r, w));
   const int64_t micro = AtLeast1(l.grad_accum);
 
   const LayerTable table = BuildTable(x);

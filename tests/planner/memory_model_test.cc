@@ -796,9 +796,12 @@ TEST(Peaks, TheLossBackwardPeaksApartFromTheLayers) {
   EXPECT_EQ(UsageAt(s, Phase::kLossBackward, e.allocator).allocated, s.allocated_peak);
   EXPECT_NEAR(static_cast<double>(s.allocated_peak) / 42605371392.0, 1.0, 0.03);
   for (const MemoryTerm& t : s.terms) {
-    if (t.name == "logits_grad") EXPECT_EQ(t.last, Phase::kLossBackward);
-    if (t.name == "recompute_layer" || t.name == "gathered_units_backward" || t.name == "activation_gradients")
+    if (t.name == "logits_grad") {
+      EXPECT_EQ(t.last, Phase::kLossBackward);
+    }
+    if (t.name == "recompute_layer" || t.name == "gathered_units_backward" || t.name == "activation_gradients") {
       EXPECT_EQ(t.first, Phase::kBackward) << t.name;
+    }
   }
 }
 
@@ -865,7 +868,9 @@ TEST(Peaks, EagerLossLeavesTheLogitsBlockFree) {
   // A term of its own: it grows the reserve at the loss's backward and nowhere else, and never
   // what the step allocates or needs.
   for (const MemoryTerm& t : e.fullest().terms)
-    if (t.pool == Pool::kFragment) EXPECT_TRUE(t.first == Phase::kLossBackward && t.last == Phase::kLossBackward);
+    if (t.pool == Pool::kFragment) {
+      EXPECT_TRUE(t.first == Phase::kLossBackward && t.last == Phase::kLossBackward);
+    }
   ExpectPoolAddsToTheReserveAlone(e, Pool::kFragment, 1);
 
   // torchtune's chunked loss and TP's loss_parallel free their blocks in other orders: no
