@@ -252,11 +252,13 @@ def build_model(run, torch, device):
     store = torch.float32 if (run.precision == "fp32" or master_fp32) else torch.bfloat16
     if run.task == "inference":
         store = torch.float16 if run.weights == "fp16" else torch.bfloat16
+    extra = {"experts_implementation": EXPERTS} if EXPERTS and is_moe(cfg) else {}
     with torch.device("meta"):
         try:
-            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store)
+            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", dtype=store, **extra)
         except TypeError:  # transformers before 4.56 names it torch_dtype
-            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", torch_dtype=store)
+            model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa", torch_dtype=store,
+                                                     **extra)
     inner = getattr(model, "model", None)
     for part in ("embed_tokens", "layers", "norm", "rotary_emb"):
         if inner is None or not hasattr(inner, part):
@@ -267,6 +269,17 @@ def build_model(run, torch, device):
     return model, config
 
 
+def is_moe(cfg):
+    return any(cfg.get(k) for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+
+
+def experts_code(config):
+    """How transformers runs the routed experts: 'eager' (a Python loop over the experts that
+    got tokens), 'grouped_mm' (one grouped GEMM per projection, as torchtitan's MoE runs), or
+    None where the model has no such choice."""
+    return getattr(config, "_experts_implementation", None)
+
+
 def runs_torchtitan_code(run):
     """torchtitan's own Llama 3 block stands in for transformers' where the harness can put it:
     a dense llama model_type, at any TP degree. Under TP the block's norms take the sequence-
@@ -274,6 +287,72 @@ def runs_torchtitan_code(run):
     attention the local heads of the column-parallel projections."""
     return (run.framework == "torchtitan" and run.config.get("model_type") == "llama"
             and run.task != "inference" and not run.lora_rank)
+
+
+def runs_torchtitan_moe(run):
+    """With CALIBRATE_MOE=torchtitan, torchtitan's MoE layer stands in for transformers' sparse
+    block in a torchtitan-labelled qwen3_moe run; attention, norms and the rest stay
+    transformers'. Off by default: on an H100 it allocated what transformers' grouped_mm path
+    does and stepped 3-9% slower, its w1 and w3 being strided halves of transformers' fused
+    gate_up_proj where torchtitan holds them apart (see README.md)."""
+    return (MOE_CODE == "torchtitan" and run.framework == "torchtitan"
+            and run.config.get("model_type") == "qwen3_moe"
+            and run.task != "inference" and not run.lora_rank and run.tp == 1)
+
+
+def torchtitan_moe_forward(torch, top_k, norm_topk):
+    """The forward of torchtitan's MoE layer without expert parallelism (torchtitan b5bcd76c6,
+    models/common/moe.py MoE, TokenChoiceTopKRouter, GroupedExperts and token_dispatcher.py
+    LocalTokenDispatcher), over a transformers sparse block's own weights: the router's
+    logits in fp32, softmax, top-k unsorted, the scores renormalised where the config says;
+    the routed copies sorted by expert with a stable argsort and gathered; w1 and w3 as two
+    grouped GEMMs (transformers fuses them into one gate_up_proj, whose halves they are), w2
+    as a third; the scores applied in fp32 to the expert outputs; and a deterministic
+    scatter_add back to the tokens, whose backward is a gather."""
+    F = torch.nn.functional
+
+    def forward(self, hidden_states):
+        b, s, d = hidden_states.shape
+        x = hidden_states.reshape(-1, d)
+        logits = F.linear(x.float(), self.gate.weight.float())  # torchtitan: under autocast to fp32
+        scores = F.softmax(logits.float(), dim=-1)
+        _, expert_ids = torch.topk(scores, k=top_k, dim=-1, sorted=False)
+        top = scores.gather(dim=-1, index=expert_ids)
+        if norm_topk:
+            top = top / (top.sum(dim=-1, keepdim=True) + 1e-20)
+        per_expert = torch.zeros_like(scores, dtype=torch.bool).scatter_(-1, expert_ids, True).sum(dim=0)
+        order = torch.argsort(expert_ids.view(-1), stable=True)
+        top_sorted = top.view(-1)[order]
+        token = order // top_k
+        routed = x[token]
+        offsets = torch.cumsum(per_expert, dim=0, dtype=torch.int32)
+        gate_up = self.experts.gate_up_proj  # (experts, 2 x ffn, dim): w1 then w3
+        ffn = gate_up.shape[1] // 2
+        h = F.silu(torch._grouped_mm(routed.bfloat16(), gate_up[:, :ffn].bfloat16().transpose(-2, -1), offs=offsets))
+        h = h * torch._grouped_mm(routed.bfloat16(), gate_up[:, ffn:].bfloat16().transpose(-2, -1), offs=offsets)
+        out = torch._grouped_mm(h, self.experts.down_proj.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
+        out = (out.to(torch.float32) * top_sorted.reshape(-1, 1)).to(out.dtype)
+        was, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+        torch.use_deterministic_algorithms(True, warn_only=False)
+        try:
+            y = torch.zeros_like(x).scatter_add(0, token.reshape(-1, 1).expand(-1, d), out)
+        finally:
+            torch.use_deterministic_algorithms(was, warn_only=warn_only)
+        return y.reshape(b, s, d)
+    return forward
+
+
+def torchtitan_moe(run, model, config, torch):
+    forward = torchtitan_moe_forward(torch, config.num_experts_per_tok, bool(getattr(config, "norm_topk_prob", False)))
+    for layer in model.model.layers:
+        mlp = layer.mlp
+        experts, gate = getattr(mlp, "experts", None), getattr(mlp, "gate", None)
+        if experts is None:
+            continue  # a dense layer (mlp_only_layers, decoder_sparse_step)
+        if not (hasattr(experts, "gate_up_proj") and hasattr(experts, "down_proj") and hasattr(gate, "weight")):
+            raise RunError(f"{run.folder}: this transformers' qwen3_moe block has no gate_up_proj, down_proj "
+                           "and router weight for torchtitan's MoE to run on")
+        mlp.forward = types.MethodType(forward, mlp)
 
 
 def torchtitan_code(model, config, device, torch):
@@ -601,6 +680,9 @@ def measure(run, device_name, steps):
         if runs_torchtitan_code(run):
             torchtitan_code(model, config, device, torch)
             model_code = "torchtitan"
+        elif runs_torchtitan_moe(run):
+            torchtitan_moe(run, model, config, torch)
+            model_code = "transformers, torchtitan's MoE layer"
         wrap_checkpoint(run, model, torch)
         if run.dp > 1:
             apply_fsdp(run, model, mesh["dp"], torch)
@@ -658,6 +740,8 @@ def measure(run, device_name, steps):
         seconds = time.time() - started
         record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3),
                   "model_code": model_code}
+        if is_moe(run.config) and not runs_torchtitan_moe(run):
+            record["experts_implementation"] = experts_code(config)
         if step_seconds:
             record["step_seconds"] = step_seconds
         if oom_at:
@@ -716,7 +800,12 @@ def measure(run, device_name, steps):
 # built: a block of BYTES allocated and freed at once (a cached hole the run's first blocks
 # fill), or held through the run (its bytes are taken off the peaks recorded). The same run
 # under a few of them shows how far its reserved peak moves when nothing it needs changes.
+# CALIBRATE_EXPERTS=eager|grouped_mm|batched_mm picks transformers' routed-expert code for an
+# MoE model (its default where unset; the record says which ran). CALIBRATE_MOE=torchtitan
+# runs torchtitan's MoE layer instead, where runs_torchtitan_moe says it can.
 LIVE_AT = os.environ.get("CALIBRATE_LIVE_AT", "")
+EXPERTS = os.environ.get("CALIBRATE_EXPERTS", "")
+MOE_CODE = os.environ.get("CALIBRATE_MOE", "")
 TRACE_EVENTS = os.environ.get("CALIBRATE_TRACE_EVENTS", "") == "1"
 PERTURB = os.environ.get("CALIBRATE_PERTURB", "")
 

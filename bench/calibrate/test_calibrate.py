@@ -61,6 +61,38 @@ def estimate(shardplan, d):
                            "--layout", layout, "--json"], capture_output=True, text=True)
 
 
+def moe_layers_agree():
+    """One tiny qwen3_moe sparse block in bf16, forward and backward through transformers' code
+    and through the harness's torchtitan MoE layer: the same output and gradients, up to the
+    rounding of a bf16 sum taken in another order (relative error under 2%)."""
+    import types
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    sys.path.insert(0, HERE)
+    import calibrate
+    cfg = {k: v for k, v in TINY_MOE.items() if k != "model_type"}
+    config = AutoConfig.for_model("qwen3_moe", **{**cfg, "num_hidden_layers": 1, "norm_topk_prob": True})
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.05)
+    block = model.model.layers[0].mlp
+    x = torch.randn(2, 64, config.hidden_size, dtype=torch.bfloat16, requires_grad=True)
+
+    def run():
+        block.zero_grad(set_to_none=True)
+        x.grad = None
+        y = block(x)
+        y.float().pow(2).sum().backward()
+        return [y.detach().float(), x.grad.float()] + [p.grad.float() for p in block.parameters()]
+    ref = run()
+    block.forward = types.MethodType(calibrate.torchtitan_moe_forward(torch, config.num_experts_per_tok, True), block)
+    got = run()
+    errors = [((a - b).norm() / b.norm()).item() for a, b in zip(got, ref)]
+    print(f"     relative errors, output, input grad, then each weight's grad: {[round(e, 4) for e in errors]}")
+    return len(errors) == 2 + len(list(block.parameters())) and max(errors) < 0.02
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shardplan", required=True)
@@ -138,6 +170,9 @@ def main():
               and got.get("tiny-fsdp4-tp2-sel", {}).get("model_code") == "torchtitan"
               and got.get("tiny-hf-lora", {}).get("model_code") == "transformers",
               "torchtitan's code runs where the harness can put it, and the record says which ran")
+        check(got.get("tiny-moe-fsdp4-full", {}).get("model_code") == "transformers"
+              and got.get("tiny-moe-fsdp4-full", {}).get("experts_implementation") == "grouped_mm",
+              "an MoE run says which of transformers' expert codes ran (grouped_mm by default)")
         check(all(r.get("fits") for r in got.values()) and len(got) == 6, "all six ran")
         # --fork runs each from one process that imported torch and transformers once: the
         # same runs, the same shares, each step timed.
@@ -154,6 +189,18 @@ def main():
               f"one GPU keeps a tied head tied, 1,443,072 (got {forked.get('tiny-tied-hf', {}).get('local_params')})")
         check(len(forked.get("tiny-fsdp4-tp2-sel", {}).get("step_seconds", [])) == 2,
               "each training step's time is recorded")
+
+        # torchtitan's MoE layer computes what transformers' sparse block computes, on its weights.
+        p = subprocess.run([py, calibrate, moe, "--device", "cpu", "--steps", "1", "--json"], capture_output=True,
+                           text=True, env={**os.environ, "CALIBRATE_MOE": "torchtitan"})
+        tt_moe = next((json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")), {})
+        check(p.returncode == 0 and tt_moe.get("model_code") == "transformers, torchtitan's MoE layer"
+              and tt_moe.get("local_params") == got.get("tiny-moe-fsdp4-full", {}).get("local_params")
+              and "experts_implementation" not in tt_moe,
+              f"CALIBRATE_MOE=torchtitan runs torchtitan's MoE layer on the same shard, and says so "
+              f"({p.stderr.strip()[-300:]})")
+        check(moe_layers_agree(), "torchtitan's MoE layer matches transformers' sparse block, output and "
+              "gradients within bf16 rounding")
 
         # 3. What the harness does not run is refused by name.
         pp = make_run(src, "tiny-pp2", TINY_LLAMA, pretrain, "framework=torchtitan,dp=2,pp=2,mbs=1")
