@@ -40,6 +40,11 @@ double PeakFor(const GpuSpec& g, Dtype p);
 // workload is fp8), else in 16-bit.
 double Gemm(const Hw& hw, bool low_precision, double m, double n, double k, double groups = 1);
 
+// Seconds for one grouped GEMM over `groups` routed experts of `rows` rows each (ragged
+// offsets, one kernel, as torch._grouped_mm runs them): Gemm's price, slowed where each group
+// has few rows (kGroupRowsHalf in compute_cost.cc).
+double ExpertGemm(const Hw& hw, bool low_precision, double rows, double n, double k, double groups);
+
 // Seconds to stream `bytes` through HBM at elementwise-kernel speed.
 double MemSeconds(const Hw& hw, double bytes);
 

@@ -90,13 +90,15 @@ double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const Cluste
 // return: ((p - 1) / v + (1 - 1/v) (p - m)) / m, which is (p - 1) / m at m = 1.
 double PipelineBubbleFraction(int stages, int virtual_stages, int64_t micro_batches);
 
-// Seconds for one GEMM of m x k by k x n on `gpu` in `precision`: the larger of the
-// compute time at the size-dependent efficiency and the time to move its operands.
-double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, double k);
+// Seconds for one GEMM of m x k by k x n on `gpu` in `precision`, or for one grouped GEMM
+// over `experts` such problems (routed experts, m rows each): the larger of the compute time
+// at the size-dependent efficiency and the time to move its operands.
+double GemmSeconds(const GpuSpec& gpu, Dtype precision, double m, double n, double k, double experts = 1);
 
 // The fraction of the datasheet peak one GEMM of (m x k) by (k x n) reaches: the
 // architecture's ceiling, tile and wave quantization of the m x n output over the SMs, and
-// the reduction depth k (compute_cost.cc documents each factor).
-double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k);
+// the reduction depth k; a grouped expert GEMM's also the rows in each group (compute_cost.cc
+// documents each factor).
+double GemmEfficiency(const GpuSpec& gpu, Dtype precision, double m, double n, double k, double experts = 1);
 
 }  // namespace shardplan
