@@ -25,14 +25,15 @@ struct TileShape {
 };
 constexpr TileShape kTiles[] = {{256, 128, 1.0}, {128, 128, 0.92}, {128, 64, 0.80}};
 constexpr double kReductionHalf = 64;
-// A grouped GEMM (one kernel over every expert's rows, as torch._grouped_mm and Transformer
-// Engine's grouped GEMM run routed experts) loses speed when each group has few rows, beyond
-// what its tiles' quantization explains: rows / (rows + kGroupRowsHalf). Measured on an H100
-// in bf16 over 14 expert shapes (bench/data/gemm/h100-grouped-mm.json, from
-// bench/calibrate/grouped_mm_probe.py): 128 experts of 256 rows ran 477 TFLOPS where one
-// dense GEMM of the same FLOPs ran 654, of 64 rows 143 against 516, of 1,024 rows 687
-// against 679. The half-point is a fit to their forward and backward times together: with it
-// the priced times land within -22%..+7% of the measured, without it -61%..+1%.
+// A grouped GEMM (one kernel over every expert's rows, as torch._grouped_mm runs routed
+// experts; other frameworks' grouped expert GEMMs are priced the same, not measured) loses
+// speed when each group has few rows, beyond what its tiles' quantization explains:
+// rows / (rows + kGroupRowsHalf). Measured on an H100 in bf16 over 14 expert shapes
+// (bench/data/gemm/h100-grouped-mm.json, from bench/calibrate/grouped_mm_probe.py): 128
+// experts of 256 rows ran 477 TFLOPS where one dense GEMM of the same FLOPs ran 654, of 64
+// rows 143 against 516, of 1,024 rows 687 against 679. The half-point is a fit to their
+// forward and backward times together: with it the priced times land within -22%..+7% of the
+// measured, without it -61%..+1%.
 constexpr double kGroupRowsHalf = 96;
 // Elementwise kernels reach ~80% of HBM bandwidth (STREAM-like copy on A100/H100).
 constexpr double kMemEfficiency = 0.80;

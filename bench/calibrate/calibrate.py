@@ -293,7 +293,7 @@ def runs_torchtitan_moe(run):
     """With CALIBRATE_MOE=torchtitan, torchtitan's MoE layer stands in for transformers' sparse
     block in a torchtitan-labelled qwen3_moe run; attention, norms and the rest stay
     transformers'. Off by default: on an H100 it allocated what transformers' grouped_mm path
-    does and stepped 3-9% slower, its w1 and w3 being strided halves of transformers' fused
+    does and stepped 2-9% slower, its w1 and w3 being strided halves of transformers' fused
     gate_up_proj where torchtitan holds them apart (see README.md)."""
     return (MOE_CODE == "torchtitan" and run.framework == "torchtitan"
             and run.config.get("model_type") == "qwen3_moe"
@@ -332,7 +332,8 @@ def torchtitan_moe_forward(torch, top_k, norm_topk):
         h = h * torch._grouped_mm(routed.bfloat16(), gate_up[:, ffn:].bfloat16().transpose(-2, -1), offs=offsets)
         out = torch._grouped_mm(h, self.experts.down_proj.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
         out = (out.to(torch.float32) * top_sorted.reshape(-1, 1)).to(out.dtype)
-        was, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+        was = torch.are_deterministic_algorithms_enabled()
+        warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
         torch.use_deterministic_algorithms(True, warn_only=False)
         try:
             y = torch.zeros_like(x).scatter_add(0, token.reshape(-1, 1).expand(-1, d), out)

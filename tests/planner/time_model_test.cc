@@ -375,9 +375,9 @@ TEST(Gemm, EfficiencyFactors) {
   EXPECT_GT(GemmEfficiency(g, Dtype::kBf16, 8192, 8192, 8192), GemmEfficiency(g, Dtype::kBf16, 2048, 512, 4096));
 }
 
-// torch._grouped_mm on an H100 in bf16 (bench/data/gemm/h100-grouped-mm.json), forward plus
-// backward, against three forward-sized GEMMs priced: Qwen3-30B-A3B's 128 experts at 256 and
-// at 64 rows each (1.501 ms and 1.208 ms measured). Priced as tiles alone they were 37% and
+// torch._grouped_mm on an H100 in bf16 (bench/data/gemm/h100-grouped-mm.json): forward plus
+// backward measured, against three times the forward priced. Qwen3-30B-A3B's 128 experts at
+// 256 and at 64 rows each took 1.501 ms and 1.208 ms; priced on tiles alone they were 37% and
 // 57% short. Eight experts of 4,096 rows run as fast as one dense GEMM of their rows.
 TEST(Gemm, GroupedGemmSlowsWithFewRowsPerGroup) {
   const GpuSpec g = H100();
@@ -387,7 +387,8 @@ TEST(Gemm, GroupedGemmSlowsWithFewRowsPerGroup) {
                    GemmEfficiency(g, Dtype::kBf16, 256 * 128, 1536, 2048) * 256 / (256 + 96.0));
   EXPECT_GT(GemmEfficiency(g, Dtype::kBf16, 4096, 28672, 4096, 8),
             0.97 * GemmEfficiency(g, Dtype::kBf16, 8 * 4096, 28672, 4096));
-  EXPECT_DOUBLE_EQ(GemmEfficiency(g, Dtype::kBf16, 4096, 4096, 4096, 1), GemmEfficiency(g, Dtype::kBf16, 4096, 4096, 4096));
+  EXPECT_DOUBLE_EQ(GemmEfficiency(g, Dtype::kBf16, 4096, 4096, 4096, 1),
+                   GemmEfficiency(g, Dtype::kBf16, 4096, 4096, 4096));
 }
 
 // A card capped at 500 W of a 700 W TDP (torchtitan's benchmark H100s) clocks its tensor
