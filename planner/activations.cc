@@ -402,6 +402,26 @@ struct LogitBytes {
 // logits' 2 B free, and log_softmax's fp32 grad finds no free block its size and opens
 // another. The reserve runs 2 B a logit past the 12 live: the allocator's model, replayed
 // (natively; an expandable segment comes to the same), says how much.
+// When backward reaches the root unit (embeddings and head, the last to reduce), FSDP2
+// copies its unsharded grads into one flat reduce-scatter input on the compute stream
+// (foreach_reduce), in the reduce dtype. The caching allocator serves it from a freed block
+// that holds it, or maps a new segment. The eager loss leaves whole-logit fp32 blocks, but
+// torchtune's chunked loss leaves only one chunk's fp32 block and the head's weight grad,
+// and natively (torchtune sets no expandable segments) no segment grows. Llama-3.1-8B over
+// torchtune's FSDP 8 at 2 x 4,096: a 1.96 GiB request where the largest freed block held
+// 0.98, and the reserve rose 19.47 -> 21.43 GiB at the end of backward (allocator trace
+// l8b-tune-fsdp8-s4k-b2-full in bench/data/allocator_traces).
+int64_t RootGradsSegment(const MemoryContext& ctx, const StageShape& s, double logits) {
+  const Layout& l = ctx.l;
+  if (!ctx.w.training() || ctx.w.lora_like() || l.zero != 3 || !DenseStatesSharded(l) ||
+      l.framework == Framework::kTorchtitan || ctx.r.loss != LossKind::kChunked || ctx.r.compile || s.root_params <= 0)
+    return 0;
+  const double flat = TrainedBytes(ctx.r, ctx.w) * static_cast<double>(s.root_params);
+  const double head_grad = WeightBytes(ctx.w) * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp;
+  const double largest_freed = std::max(4 * logits / kLossChunks, head_grad);
+  return flat > largest_freed ? static_cast<int64_t>(flat) : 0;
+}
+
 int64_t UpcastLossHole(int64_t logits) {
   CachingAllocatorModel a;
   const int bf16 = a.Malloc(2 * logits), upcast = a.Malloc(4 * logits);
@@ -565,6 +585,11 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
     out.push_back({"logits_freed_hole", hole, 1, Phase::kLossBackward, Phase::kLossBackward, Pool::kFragment,
                    "the bf16 logits' freed block, too small for the fp32 grads of the loss placed beside it"});
   }
+  const int64_t root_segment = RootGradsSegment(ctx, s, tokens * vocab);
+  if (root_segment > 0)
+    out.push_back({"root_grads_segment", root_segment, 1, Phase::kBackward, Phase::kBackward, Pool::kFragment,
+                   "FSDP2's flat reduce-scatter input of the root's grads, larger than any block the chunked loss freed: "
+                   "a segment of its own"});
 }
 
 }  // namespace shardplan

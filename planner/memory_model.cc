@@ -132,12 +132,14 @@ double DefaultFragmentation(const Layout& l, const Workload& w) {
 // - Under FSDP much of that was the all-gather and reduce-scatter streams' own blocks, which
 //   are priced as terms of their own (model_states.cc AddFsdpStreamPools), and so is the
 //   eager loss's hole, the bf16 logits' freed block that none of the loss's fp32 blocks fit
-//   (activations.cc UpcastLossHole, 2 B a logit). Past both, the compute stream of the
-//   sharded runs grew by a median 6% with recomputation (n=22, torchtitan; 12.5% before
-//   the hole was priced apart, n=32 with torchtune's) and 7.5% without (n=3). Runs that
-//   also shard by TP or CP keep 25%: torchtitan's published runs at TP 8 (70B at FSDP 32,
-//   405B with PP 8) reserve that much, since real collectives keep their tensors until
-//   NCCL's stream is done with them, which our runs' fake process group does not show.
+//   (activations.cc UpcastLossHole, 2 B a logit), and the segment FSDP2's root grads map
+//   when torchtune's chunked loss freed no block that holds them (RootGradsSegment). Past
+//   them, the compute stream of the sharded runs grew by a median 6% with recomputation
+//   (n=22, torchtitan; 12.5% before the hole was priced apart, n=32 with torchtune's) and
+//   7.5% without (n=3). Runs that also shard by TP or CP keep 25%: torchtitan's published
+//   runs at TP 8 (70B at FSDP 32, 405B with PP 8) reserve that much, since real collectives
+//   keep their tensors until NCCL's stream is done with them, which our runs' fake process
+//   group does not show.
 // - Without recomputation each step repeats the last one's requests and reuses its blocks:
 //   1.03-1.04 on one GPU (n=3).
 // - A LoRA step on one GPU leaves the frozen base out of the churn: 1.08-1.11 (n=3).

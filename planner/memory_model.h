@@ -38,8 +38,9 @@ enum class Pool {
              // to the compute stream's reserve instead of being reused by it; like kCached,
              // released before an allocation fails, so it never decides a fit
   kFragment, // free blocks the caching allocator holds between live ones, too small for the
-             // requests that come next (the bf16 logits' block among the loss's fp32 ones):
-             // they add to the reserve grown over the live bytes; never decides a fit
+             // requests that come next (the bf16 logits' block among the loss's fp32 ones), or
+             // the segment such a request maps (FSDP2's root grads after a chunked loss): they
+             // add to the reserve grown over the live bytes; never decides a fit
 };
 std::string_view PoolName(Pool p);
 // Whether a term of this pool is memory allocated on the GPU, by PyTorch or by the runtime:

@@ -883,6 +883,43 @@ TEST(Peaks, EagerLossLeavesTheLogitsBlockFree) {
   EXPECT_EQ(Term(tp, "logits_freed_hole"), 0);
 }
 
+// When backward reaches FSDP2's root unit, its grads are copied into one flat reduce-scatter
+// input. Traced on one H100 (bench/data/allocator_traces/l8b-tune-fsdp8-s4k-b2-full),
+// torchtune's full fine-tune of Llama-3.1-8B over FSDP 8 at 2 x 4,096 (native segments,
+// chunked loss) asked for 1.96 GiB there, where no freed block held more than the head's
+// 0.98 GiB weight grad: a segment of its own, and a reserve of 21.87 GiB.
+TEST(Peaks, ChunkedLossLeavesNoBlockForTheRootsGrads) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  const ClusterSpec c = Cluster("dgx-h100");
+  Workload w = Train(4096, 16);
+  w.task = Task::kFinetune;
+  w.master_weights = MasterWeights::kNone;
+  w.loss = LossKind::kChunked;
+  w.torch_version = 211;
+  const std::string layout = "framework=torchtune,dp=8,zero=3,mbs=2,ac=full";
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, layout), c);
+  EXPECT_EQ(Term(e, "root_grads_segment"), 2 * (2LL * 128256 * 4096 + 4096));  // embeddings, head, norm, bf16
+  EXPECT_NEAR(ToGiB(e.fullest().reserved_peak), 21.87, 0.03 * 21.87);
+  for (const MemoryTerm& t : e.fullest().terms)
+    if (t.pool == Pool::kFragment) {
+      EXPECT_TRUE(t.first == Phase::kBackward && t.last == Phase::kBackward);
+    }
+  ExpectPoolAddsToTheReserveAlone(e, Pool::kFragment, 1);
+
+  // The eager loss frees whole-logit fp32 blocks that hold it; LoRA leaves the root frozen.
+  w.loss = LossKind::kStandard;
+  EXPECT_EQ(Term(EstimateMemory(m, w, Resolve(m, w, c, layout), c), "root_grads_segment"), 0);
+  w.loss = LossKind::kChunked;
+  w.task = Task::kLora;
+  EXPECT_EQ(Term(EstimateMemory(m, w, Resolve(m, w, c, layout), c), "root_grads_segment"), 0);
+  // A smaller vocabulary changes nothing: Llama-2-7B's root grads (0.49 GiB) are still twice
+  // its head's weight grad, the largest block the chunked loss frees at 2 x 4,096 tokens.
+  w.task = Task::kFinetune;
+  const ModelSpec l2 = Model("llama-2-7b");
+  EXPECT_EQ(Term(EstimateMemory(l2, w, Resolve(l2, w, c, layout), c), "root_grads_segment"),
+            2 * (2LL * 32000 * 4096 + 4096));
+}
+
 // bench/data/calibration/l8b-tt-fsdp2-s4k-b2-full: FSDP 2 of Llama-3.1-8B at 2 x 4096 tokens
 // allocated 74.85 GiB of an 80 GB H100 and reserved 78.30 GiB, not the quarter more its cache
 // grows to elsewhere: an allocation that fails frees the cached blocks and retries.
