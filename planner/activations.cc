@@ -395,13 +395,6 @@ struct LogitBytes {
   bool upcast_sequence = false;
 };
 
-// The eager loss's blocks in their order (every H100 trace of ours, torchtitan's loss and
-// transformers' alike): the bf16 logits (2 B a logit), their fp32 upcast and fp32
-// log-softmax (4 B each); the upcast and the logits freed, 6 B (one block in an expandable
-// segment, two natively); in backward nll_loss's fp32 grad takes 4 B of it and leaves the
-// logits' 2 B free, and log_softmax's fp32 grad finds no free block its size and opens
-// another. The reserve runs 2 B a logit past the 12 live: the allocator's model, replayed
-// (natively; an expandable segment comes to the same), says how much.
 // When backward reaches the root unit (embeddings and head, the last to reduce), FSDP2
 // copies its unsharded grads into one flat reduce-scatter input on the compute stream
 // (foreach_reduce), in the reduce dtype. The caching allocator serves it from a freed block
@@ -414,14 +407,23 @@ struct LogitBytes {
 int64_t RootGradsSegment(const MemoryContext& ctx, const StageShape& s, double logits) {
   const Layout& l = ctx.l;
   if (!ctx.w.training() || ctx.w.lora_like() || l.zero != 3 || !DenseStatesSharded(l) ||
-      l.framework == Framework::kTorchtitan || ctx.r.loss != LossKind::kChunked || ctx.r.compile || s.root_params <= 0)
+      l.framework == Framework::kTorchtitan || ctx.r.loss != LossKind::kChunked || ctx.r.compile ||
+      s.root_params <= 0)
     return 0;
   const double flat = TrainedBytes(ctx.r, ctx.w) * static_cast<double>(s.root_params);
-  const double head_grad = WeightBytes(ctx.w) * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp;
+  const double head_grad =
+      WeightBytes(ctx.w) * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp;
   const double largest_freed = std::max(4 * logits / kLossChunks, head_grad);
   return flat > largest_freed ? static_cast<int64_t>(flat) : 0;
 }
 
+// The eager loss's blocks in their order (every H100 trace of ours, torchtitan's loss and
+// transformers' alike): the bf16 logits (2 B a logit), their fp32 upcast and fp32
+// log-softmax (4 B each); the upcast and the logits freed, 6 B (one block in an expandable
+// segment, two natively); in backward nll_loss's fp32 grad takes 4 B of it and leaves the
+// logits' 2 B free, and log_softmax's fp32 grad finds no free block its size and opens
+// another. The reserve runs 2 B a logit past the 12 live: the allocator's model, replayed
+// (natively; an expandable segment comes to the same), says how much.
 int64_t UpcastLossHole(int64_t logits) {
   CachingAllocatorModel a;
   const int bf16 = a.Malloc(2 * logits), upcast = a.Malloc(4 * logits);
