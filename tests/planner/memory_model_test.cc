@@ -823,6 +823,15 @@ void ExpectPoolAddsToTheReserveAlone(const MemoryEstimate& e, Pool pool, size_t 
   }
 }
 
+// One fragment term, live at `phase` alone, that grows the reserve there and nothing else.
+void ExpectOneFragmentAt(const MemoryEstimate& e, Phase phase) {
+  for (const MemoryTerm& t : e.fullest().terms)
+    if (t.pool == Pool::kFragment) {
+      EXPECT_TRUE(t.first == phase && t.last == phase) << t.name;
+    }
+  ExpectPoolAddsToTheReserveAlone(e, Pool::kFragment, 1);
+}
+
 // FSDP's all-gather and reduce-scatter streams keep blocks of their own, which the compute
 // stream never reuses. Traced on one H100 (bench/calibrate, CALIBRATE_TRACE_EVENTS=1),
 // Llama-3.1-8B over FSDP 8 in fp32 (bench/data/calibration/l8b-tt-fsdp8-fp32-s4k-b2-full)
@@ -867,11 +876,7 @@ TEST(Peaks, EagerLossLeavesTheLogitsBlockFree) {
 
   // A term of its own: it grows the reserve at the loss's backward and nowhere else, and never
   // what the step allocates or needs.
-  for (const MemoryTerm& t : e.fullest().terms)
-    if (t.pool == Pool::kFragment) {
-      EXPECT_TRUE(t.first == Phase::kLossBackward && t.last == Phase::kLossBackward);
-    }
-  ExpectPoolAddsToTheReserveAlone(e, Pool::kFragment, 1);
+  ExpectOneFragmentAt(e, Phase::kLossBackward);
 
   // torchtune's chunked loss and TP's loss_parallel free their blocks in other orders: no
   // such term, and their cache growth holds what they leave.
@@ -900,11 +905,7 @@ TEST(Peaks, ChunkedLossLeavesNoBlockForTheRootsGrads) {
   const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, layout), c);
   EXPECT_EQ(Term(e, "root_grads_segment"), 2 * (2LL * 128256 * 4096 + 4096));  // embeddings, head, norm, bf16
   EXPECT_NEAR(ToGiB(e.fullest().reserved_peak), 21.87, 0.03 * 21.87);
-  for (const MemoryTerm& t : e.fullest().terms)
-    if (t.pool == Pool::kFragment) {
-      EXPECT_TRUE(t.first == Phase::kBackward && t.last == Phase::kBackward);
-    }
-  ExpectPoolAddsToTheReserveAlone(e, Pool::kFragment, 1);
+  ExpectOneFragmentAt(e, Phase::kBackward);
 
   // The eager loss frees whole-logit fp32 blocks that hold it; LoRA leaves the root frozen.
   w.loss = LossKind::kStandard;
