@@ -292,9 +292,10 @@ def runs_torchtitan_code(run):
 def runs_torchtitan_moe(run):
     """With CALIBRATE_MOE=torchtitan, torchtitan's MoE layer stands in for transformers' sparse
     block in a torchtitan-labelled qwen3_moe run; attention, norms and the rest stay
-    transformers'. Off by default: on an H100 it allocated what transformers' grouped_mm path
-    does and stepped 2-9% slower, its w1 and w3 being strided halves of transformers' fused
-    gate_up_proj where torchtitan holds them apart (see README.md)."""
+    transformers'. Off by default until it is timed on a GPU as it is now: run over strided
+    halves of transformers' fused gate_up_proj, it allocated what transformers' grouped_mm
+    path does and stepped 2-9% slower (see README.md); it now holds w1 and w3 apart, as
+    torchtitan does."""
     return (MOE_CODE == "torchtitan" and run.framework == "torchtitan"
             and run.config.get("model_type") == "qwen3_moe"
             and run.task != "inference" and not run.lora_rank and run.tp == 1)
@@ -308,7 +309,8 @@ def torchtitan_moe_forward(torch, top_k, norm_topk):
     the routed copies sorted by expert with a stable argsort and gathered; w1 and w3 as two
     grouped GEMMs (transformers fuses them into one gate_up_proj, whose halves they are), w2
     as a third; the scores applied in fp32 to the expert outputs; and a deterministic
-    scatter_add back to the tokens, whose backward is a gather."""
+    scatter_add back to the tokens, whose backward is a gather. The experts hold w1, w3 and
+    w2 (transformers' down_proj) as three parameters (split_gate_up)."""
     F = torch.nn.functional
 
     def forward(self, hidden_states):
@@ -326,11 +328,10 @@ def torchtitan_moe_forward(torch, top_k, norm_topk):
         token = order // top_k
         routed = x[token]
         offsets = torch.cumsum(per_expert, dim=0, dtype=torch.int32)
-        gate_up = self.experts.gate_up_proj  # (experts, 2 x ffn, dim): w1 then w3
-        ffn = gate_up.shape[1] // 2
-        h = F.silu(torch._grouped_mm(routed.bfloat16(), gate_up[:, :ffn].bfloat16().transpose(-2, -1), offs=offsets))
-        h = h * torch._grouped_mm(routed.bfloat16(), gate_up[:, ffn:].bfloat16().transpose(-2, -1), offs=offsets)
-        out = torch._grouped_mm(h, self.experts.down_proj.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
+        experts = self.experts
+        h = F.silu(torch._grouped_mm(routed.bfloat16(), experts.w1.bfloat16().transpose(-2, -1), offs=offsets))
+        h = h * torch._grouped_mm(routed.bfloat16(), experts.w3.bfloat16().transpose(-2, -1), offs=offsets)
+        out = torch._grouped_mm(h, experts.down_proj.bfloat16().transpose(-2, -1), offs=offsets).type_as(x)
         out = (out.to(torch.float32) * top_sorted.reshape(-1, 1)).to(out.dtype)
         was = torch.are_deterministic_algorithms_enabled()
         warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
@@ -343,6 +344,18 @@ def torchtitan_moe_forward(torch, top_k, norm_topk):
     return forward
 
 
+def split_gate_up(experts, torch):
+    """transformers' fused gate_up_proj (experts x 2 ffn x dim, w1's rows then w3's) becomes
+    torchtitan's two parameters, w1 and w3, each contiguous, with the same values (on the meta
+    device, before FSDP, only their shapes)."""
+    gate_up = experts.gate_up_proj
+    ffn = gate_up.shape[1] // 2
+    with torch.no_grad():
+        experts.w1 = torch.nn.Parameter(gate_up[:, :ffn].clone(), requires_grad=gate_up.requires_grad)
+        experts.w3 = torch.nn.Parameter(gate_up[:, ffn:].clone(), requires_grad=gate_up.requires_grad)
+    del experts.gate_up_proj
+
+
 def torchtitan_moe(run, model, config, torch):
     forward = torchtitan_moe_forward(torch, config.num_experts_per_tok, bool(getattr(config, "norm_topk_prob", False)))
     for layer in model.model.layers:
@@ -353,6 +366,7 @@ def torchtitan_moe(run, model, config, torch):
         if not (hasattr(experts, "gate_up_proj") and hasattr(experts, "down_proj") and hasattr(gate, "weight")):
             raise RunError(f"{run.folder}: this transformers' qwen3_moe block has no gate_up_proj, down_proj "
                            "and router weight for torchtitan's MoE to run on")
+        split_gate_up(experts, torch)
         mlp.forward = types.MethodType(forward, mlp)
 
 

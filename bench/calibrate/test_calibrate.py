@@ -84,13 +84,18 @@ def moe_layers_agree():
         x.grad = None
         y = block(x)
         y.float().pow(2).sum().backward()
-        return [y.detach().float(), x.grad.float()] + [p.grad.float() for p in block.parameters()]
+        ex = block.experts
+        # The fused gate_up_proj's grad, or w1's and w3's put back together as its halves.
+        gate_up = ex.gate_up_proj.grad if hasattr(ex, "gate_up_proj") else torch.cat([ex.w1.grad, ex.w3.grad], dim=1)
+        return [y.detach().float(), x.grad.float(), gate_up.float(), ex.down_proj.grad.float(),
+                block.gate.weight.grad.float()]
     ref = run()
+    calibrate.split_gate_up(block.experts, torch)
     block.forward = types.MethodType(calibrate.torchtitan_moe_forward(torch, config.num_experts_per_tok, True), block)
     got = run()
     errors = [((a - b).norm() / b.norm()).item() for a, b in zip(got, ref)]
-    print(f"     relative errors, output, input grad, then each weight's grad: {[round(e, 4) for e in errors]}")
-    return len(errors) == 2 + len(list(block.parameters())) and max(errors) < 0.02
+    print(f"     relative errors, output, input grad, gate_up, down and router grads: {[round(e, 4) for e in errors]}")
+    return len(errors) == 5 and max(errors) < 0.02 and len(list(block.parameters())) == 4
 
 
 def main():
