@@ -292,10 +292,10 @@ def runs_torchtitan_code(run):
 def runs_torchtitan_moe(run):
     """With CALIBRATE_MOE=torchtitan, torchtitan's MoE layer stands in for transformers' sparse
     block in a torchtitan-labelled qwen3_moe run; attention, norms and the rest stay
-    transformers'. Off by default until it is timed on a GPU as it is now: run over strided
-    halves of transformers' fused gate_up_proj, it allocated what transformers' grouped_mm
-    path does and stepped 2-9% slower (see README.md); it now holds w1 and w3 apart, as
-    torchtitan does."""
+    transformers'. Off by default: on an H100 it allocated what transformers' grouped_mm path
+    does, and its steps ran 2-9% slower over strided halves of transformers' fused
+    gate_up_proj, and from 13% faster to 16% slower with w1 and w3 apart, as torchtitan holds
+    them (see README.md)."""
     return (MOE_CODE == "torchtitan" and run.framework == "torchtitan"
             and run.config.get("model_type") == "qwen3_moe"
             and run.task != "inference" and not run.lora_rank and run.tp == 1)
