@@ -157,19 +157,14 @@ double DefaultCacheGrowth(const MemoryContext& ctx, double frag) {
   if (!ctx.w.training() || l.framework == Framework::kDeepSpeed || l.framework == Framework::kMegatron ||
       l.stack == Stack::kUnsloth)
     return frag;
-  const bool sharded = DenseStatesSharded(l);
-  double growth = 0.04;
-  if (ctx.w.lora_like() && !sharded)
-    growth = 0.10;
-  else if (l.ac == Recompute::kSelective && ctx.r.compile)
-    growth = sharded ? 0 : 0.12;
-  else if (sharded)
-    growth = l.tp * l.cp > 1 ? (l.ac == Recompute::kNone ? 0.08 : 0.25)
-             : PricesLossHole(ctx) ? (l.ac == Recompute::kNone ? 0.05 : 0.06)
-             : (l.ac == Recompute::kNone ? 0.08 : 0.12);
-  else if (l.ac != Recompute::kNone)
-    growth = 0.25;
-  return growth;  // UsageAt never lets it fall below the least fragmentation
+  const bool sharded = DenseStatesSharded(l), recomputes = l.ac != Recompute::kNone;
+  // UsageAt never lets the growth fall below the least fragmentation.
+  if (ctx.w.lora_like() && !sharded) return 0.10;
+  if (l.ac == Recompute::kSelective && ctx.r.compile) return sharded ? 0 : 0.12;
+  if (!sharded) return recomputes ? 0.25 : 0.04;
+  if (l.tp * l.cp > 1) return recomputes ? 0.25 : 0.08;
+  if (PricesLossHole(ctx)) return recomputes ? 0.06 : 0.05;
+  return recomputes ? 0.12 : 0.08;
 }
 
 PhaseUsage UsageAt(const StageMemory& s, Phase p, const AllocatorShare& a) {

@@ -273,13 +273,6 @@ def is_moe(cfg):
     return any(cfg.get(k) for k in ("num_experts", "num_local_experts", "n_routed_experts"))
 
 
-def experts_code(config):
-    """How transformers runs the routed experts: 'eager' (a Python loop over the experts that
-    got tokens), 'grouped_mm' (one grouped GEMM per projection, as torchtitan's MoE runs), or
-    None where the model has no such choice."""
-    return getattr(config, "_experts_implementation", None)
-
-
 def runs_torchtitan_code(run):
     """torchtitan's own Llama 3 block stands in for transformers' where the harness can put it:
     a dense llama model_type, at any TP degree. Under TP the block's norms take the sequence-
@@ -317,7 +310,7 @@ def torchtitan_moe_forward(torch, top_k, norm_topk):
         b, s, d = hidden_states.shape
         x = hidden_states.reshape(-1, d)
         logits = F.linear(x.float(), self.gate.weight.float())  # torchtitan: under autocast to fp32
-        scores = F.softmax(logits.float(), dim=-1)
+        scores = F.softmax(logits, dim=-1)
         _, expert_ids = torch.topk(scores, k=top_k, dim=-1, sorted=False)
         top = scores.gather(dim=-1, index=expert_ids)
         if norm_topk:
@@ -756,7 +749,9 @@ def measure(run, device_name, steps):
         record = {"fits": fits, "local_params": local_params, "steps": steps, "seconds": round(seconds, 3),
                   "model_code": model_code}
         if is_moe(run.config) and not runs_torchtitan_moe(run):
-            record["experts_implementation"] = experts_code(config)
+            # How transformers ran the routed experts: 'eager' (a Python loop over the experts
+            # that got tokens) or 'grouped_mm' (one grouped GEMM per projection).
+            record["experts_implementation"] = getattr(config, "_experts_implementation", None)
         if step_seconds:
             record["step_seconds"] = step_seconds
         if oom_at:
