@@ -56,6 +56,11 @@ int Run(const EstimateFlags& f) {
       compiled.loss = LossKind::kCompiled;
       fits_with(compiled, p.layout, "loss: compiled", "torchtitan 2025-04 and later compile the loss");
     }
+    if (!p.memory.fits && LossFusedByRelease(p.workload, p.layout)) {
+      Workload fused = p.workload;
+      fused.loss = LossKind::kFused;
+      fits_with(fused, p.layout, "loss: fused", "Unsloth 2024-11-21 and later run Cut Cross-Entropy");
+    }
     if (!p.memory.fits && TorchtitanStageSplit(p.layout)) {
       Layout newer = p.layout;
       newer.grad_accum *= newer.mbs;

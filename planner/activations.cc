@@ -239,6 +239,78 @@ bool PeftCopiesAdapterInputs(const MemoryContext& ctx) {
          !ctx.r.compile;
 }
 
+// Unsloth's LoRA path through a Llama-style block (unsloth models/llama.py
+// LlamaDecoderLayer_fast_forward and LlamaAttention_fast_forward; kernels/fast_lora.py,
+// rms_layernorm.py, rope_embedding.py), whose autograd functions stand in for transformers'
+// modules. Per token:
+// - fast_rms_layernorm saves its 16-bit input and an fp32 rstd: no fp32 upcast;
+// - q, k and v are what the attention kernel keeps (RoPE turns q and k in place, LoRA_QKV
+//   saves only its input); k and v keep their own width under flash-attn, while the xformers
+//   fallback (no flash-attn installed) attends over copies expanded to every query head;
+// - o_proj's adapter saves the attention output, the tensor the kernel keeps anyway;
+// - LoRA_MLP, taken when gate, up and down are all adapted, saves X, e = X Wg and g = X Wu and
+//   recomputes swiglu in backward (4f); otherwise transformers' MLP keeps silu's input, its
+//   output and up's output (6f), and down_proj's adapter, where there is one, their product.
+// bitsandbytes' frozen 4-bit Linears (MatMul4Bit) and frozen 16-bit ones save no input.
+// With lora_dropout > 0 Unsloth leaves the adapters to peft, priced by the general path.
+bool UnslothKernels(const MemoryContext& ctx, int64_t layer) {
+  const ModelSpec& m = ctx.m;
+  return ctx.l.stack == Stack::kUnsloth && ctx.w.lora_like() && ctx.w.lora.dropout == 0 && ctx.l.tp == 1 &&
+         ctx.w.precision != Dtype::kFp32 && m.attention == AttentionKind::kGqa && m.mlp == MlpKind::kGated &&
+         m.norm == NormKind::kRms && !m.is_hybrid() && !m.is_moe_layer(layer) && m.has_attention(layer) && m.has_ffn(layer);
+}
+
+bool UnslothFusedMlp(const MemoryContext& ctx, int64_t layer) {
+  for (std::string_view name : {"gate_proj", "up_proj", "down_proj"})
+    if (!AdaptsModule(ctx.m, ctx.w.lora, layer, name)) return false;
+  return true;
+}
+
+// Attention widths Unsloth's kernels hold: q, and k and v (expanded without flash-attn).
+struct UnslothWidths {
+  double q, kv;
+};
+UnslothWidths UnslothAttention(const MemoryContext& ctx) {
+  const double q = static_cast<double>(ctx.m.q_width());
+  return {q, ctx.r.flash_attention ? static_cast<double>(ctx.m.kv_width()) : q};
+}
+
+double UnslothLayerBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
+  const ModelSpec& m = ctx.m;
+  const LoraSpec& lora = ctx.w.lora;
+  const double h = d.h, f = static_cast<double>(m.intermediate);
+  const UnslothWidths a = UnslothAttention(ctx);
+  double bytes = 2 * (2 * h + 4);  // the two norms' inputs and rstd
+  if (AdaptsModule(m, lora, layer, "q_proj") || AdaptsModule(m, lora, layer, "k_proj") || AdaptsModule(m, lora, layer, "v_proj"))
+    bytes += 2 * h;  // the projections' shared input
+  bytes += 2 * (a.q + 2 * a.kv) + 2 * a.q + 4 * static_cast<double>(m.heads);  // q, k, v, output, log-sum-exp
+  if (UnslothFusedMlp(ctx, layer)) {
+    bytes += 2 * h + 4 * f;
+  } else {
+    if (AdaptsModule(m, lora, layer, "gate_proj") || AdaptsModule(m, lora, layer, "up_proj")) bytes += 2 * h;
+    bytes += 6 * f + (AdaptsModule(m, lora, layer, "down_proj") ? 2 * f : 0);
+  }
+  return bytes * d.s * d.b;
+}
+
+// What one layer's backward holds beyond its saved tensors under Unsloth's kernels, per
+// token: the offloaded checkpoint keeps the recomputed layer's output until backward through
+// it returns (unsloth_zoo gradient_checkpointing.py), 2h. LoRA_MLP's backward writes
+// down_proj's input grad (2f) and turns e and g into their grads in place, and its dX into X;
+// transformers' MLP holds two 2f grads at once. The attention's backward comes after the
+// MLP's tensors are freed: flash-attn 2 allocates an fp32 dq accumulator, dq, dk and dv, and
+// under GQA dk and dv at the query width before it sums them over each group
+// (csrc/flash_attn/flash_api.cpp mha_bwd).
+double UnslothBackwardBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
+  const double h = d.h, f = static_cast<double>(ctx.m.intermediate);
+  const UnslothWidths a = UnslothAttention(ctx);
+  const bool fused = UnslothFusedMlp(ctx, layer);
+  const double mlp = fused ? 2 * f : 4 * f;
+  const double mlp_saved = 2 * h + 4 + (fused ? 2 * h + 4 * f : 6 * f);
+  const double attention = 4 * a.q + 2 * (a.q + 2 * a.kv) + (a.kv < a.q ? 4 * a.q : 0) - mlp_saved;
+  return (2 * h + std::max(mlp, attention)) * d.s * d.b;
+}
+
 // Linears that read one norm's output: q, k and v (or MLA's q and kv down-projections), or
 // one fused qkv; gate and up, or one fused gate_up, or a plain MLP's fc1; an MoE layer's router.
 int NormReaders(const ModelSpec& m, int64_t layer, bool attention) {
@@ -287,6 +359,7 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const bool fp32 = ctx.w.precision == Dtype::kFp32 && !autocast;
   const double input = (autocast || fp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
+  if (UnslothKernels(ctx, layer)) return static_cast<int64_t>(std::max(UnslothLayerBytes(ctx, layer, d), input));
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE. Falcon-H1 runs
   // attention and Mamba-2 on one normed input, saved once (with the mixer's).
   const bool mixer = m.has_linear_mixer(layer);
@@ -462,6 +535,13 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
       // (inplace_backward defaults to False, flash_attn/losses/cross_entropy.py).
       return {2, 4, 4, "bf16 logits + per-token logsumexp; one kernel fuses the upcast and the loss",
               "saved bf16 logits + their bf16 grad from the fused backward"};
+    case LossKind::kInplace:
+      // Unsloth before Cut Cross-Entropy (models/llama.py CausalLM_fast_forward, kernels/
+      // cross_entropy_loss.py): the head's 16-bit logits go whole into a Triton kernel that
+      // keeps an fp32 loss and log-sum-exp per token, and its backward writes the grad over
+      // the logits themselves; flash-attn's kernel does the same with inplace_backward=True.
+      return {2, 8, 2, "16-bit logits + fp32 loss and log-sum-exp per token, one kernel",
+              "the same logits, overwritten by their grad (in-place backward)"};
     case LossKind::kNoUpcast:
       // Cross-entropy straight on the bf16 logits (AutoModel's MaskedCrossEntropy with
       // fp32_upcast: false): log_softmax returns bf16 and saves it, 2 + 2 B per logit; its
@@ -511,14 +591,18 @@ bool PricesLossHole(const MemoryContext& ctx) {
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
   const ModelSpec& m = ctx.m;
-  double per_mb = 0, largest_full = 0;
+  double per_mb = 0, largest_full = 0, largest_transient = 0;
   const int recomputed = l.ac == Recompute::kFull && l.ac_layers > 0 ? std::min(l.ac_layers, s.layers) : s.layers;
   for (int i = 0; i < s.layers; ++i) {
     const int64_t layer = s.first_layer + i;
     Recompute mode = l.ac;
     if (l.ac == Recompute::kFull && i >= recomputed) mode = Recompute::kNone;
     per_mb += static_cast<double>(LayerActivationBytes(ctx, layer, mode));
-    largest_full = std::max(largest_full, static_cast<double>(LayerActivationBytes(ctx, layer, Recompute::kNone)));
+    const double full = static_cast<double>(LayerActivationBytes(ctx, layer, Recompute::kNone));
+    largest_full = std::max(largest_full, full);
+    // One layer's intermediate grads: half its full activations, or what Unsloth's kernels hold.
+    largest_transient =
+        std::max(largest_transient, UnslothKernels(ctx, layer) ? UnslothBackwardBytes(ctx, layer, DimsFor(ctx, layer)) : full / 2);
   }
   const double inflight = s.micro_batches_in_flight;
   const double saved = per_mb * inflight;
@@ -543,7 +627,7 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
   const Dims d = DimsFor(ctx);
   const double grad_bytes = ctx.w.precision == Dtype::kFp32 ? 4 : 2;
-  out.push_back({"activation_gradients", static_cast<int64_t>(2 * grad_bytes * d.s * d.b * d.h / d.sp_div + largest_full / 2), 3,
+  out.push_back({"activation_gradients", static_cast<int64_t>(2 * grad_bytes * d.s * d.b * d.h / d.sp_div + largest_transient), 3,
                  Phase::kBackward, Phase::kBackward, Pool::kTorch,
                  "grad of the residual stream plus one layer's intermediate grads during backward"});
   out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,
@@ -560,6 +644,15 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   // parallel) split V by TP. HF upcasts logits to fp32 before cross-entropy.
   const double tokens = d.s * d.b;
   const double vocab = static_cast<double>(m.vocab) / ((MegatronModelCode(l) || l.framework == Framework::kTorchtitan) ? l.tp : 1);
+  if (ctx.r.loss == LossKind::kFused && l.stack == Stack::kUnsloth) {
+    // Cut Cross-Entropy (Unsloth from 2024-11-21): the logits exist only tile by tile on chip.
+    // It keeps an fp32 log-sum-exp per token, and its backward writes the hidden states'
+    // 16-bit grad (cut_cross_entropy cce_lse_forward.py, cce_backward.py; the head is frozen).
+    out.push_back({"logits_and_loss", static_cast<int64_t>(tokens * (4 + 2 * static_cast<double>(m.hidden))), 2, Phase::kLoss,
+                   Phase::kLossBackward, Pool::kTorch,
+                   "Cut Cross-Entropy: an fp32 log-sum-exp per token and the hidden states' grad, no logits"});
+    return;
+  }
   if (ctx.r.loss == LossKind::kFused) {
     // Fused linear cross-entropy (Liger, Unsloth, Cut CE) runs the head and the loss over
     // token chunks of about b*s*h/V tokens (Liger's chunk_size), computing the hidden-state

@@ -33,6 +33,11 @@ constexpr int32_t kTorchtitanEmbeddingUnit = 20250728;
 // for TP (and, optionally, FSDP) rowwise does not have ("for float8 with rowwise scaling,
 // all distributed communication is done in high precision", docs/float8.md before it).
 constexpr int32_t kTorchtitanRowwiseOnly = 20260427;
+// Unsloth ddf118a8f (2024-11-21, "Vision support"): the causal-LM forward hands the head and
+// the loss to Apple's Cut Cross-Entropy (unsloth_zoo loss_utils fused_linear_cross_entropy)
+// wherever cut_cross_entropy is installed; before, the 16-bit logits were whole and
+// fast_cross_entropy_loss wrote their grad over them.
+constexpr int32_t kUnslothCutCrossEntropy = 20241121;
 // PyTorch PR 154704 (in nightlies from 2025-06-06, released in 2.8): fully_shard's root honours
 // an explicit reshard_after_forward=True, where it had always kept its params gathered for
 // backward (_fsdp_state.py _lazy_init; PR 155319 keeps that only when the flag is left unset).

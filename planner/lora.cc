@@ -187,6 +187,12 @@ AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, in
   return a;
 }
 
+bool AdaptsModule(const ModelSpec& m, const LoraSpec& lora, int64_t layer, std::string_view name) {
+  for (const NamedLinear& n : AdaptedLinears(m, lora, layer))
+    if (n.name == name) return true;
+  return false;
+}
+
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
   if (m.layers <= 0) return 0;
   // Layers differ only by their block letter and whether their FFN is an MoE: each such kind

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "planner/model_spec.h"
 #include "planner/status.h"
@@ -26,6 +27,10 @@ struct AdapterInputs {
   int64_t distinct = 0;
 };
 AdapterInputs AdapterInputsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
+
+// Whether the targets adapt the module of that name (a family's own, or one of llama's) in
+// the layer.
+bool AdaptsModule(const ModelSpec& m, const LoraSpec& lora, int64_t layer, std::string_view name);
 
 // The same, averaged over the model's layers (the time model prices a stage by its layer count).
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora);

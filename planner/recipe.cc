@@ -93,6 +93,10 @@ bool LossCompiledByRelease(const Workload& w, const Layout& l) {
   return w.training() && TorchtitanItself(l) && w.compile == Setting::kOn && w.loss == LossKind::kAuto && w.release == 0;
 }
 
+bool LossFusedByRelease(const Workload& w, const Layout& l) {
+  return w.training() && l.stack == Stack::kUnsloth && w.loss == LossKind::kAuto && w.release == 0;
+}
+
 bool MegatronGradsFp32(const Workload& w, const Layout& l) {
   if (w.grad_reduce_fp32 != Setting::kAuto) return w.grad_reduce_fp32 == Setting::kOn;
   if (w.precision == Dtype::kFp32) return true;
@@ -309,8 +313,16 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     r.loss = LossKind::kKernel;
     assume("loss: kernel (llm-foundry's models default to loss_fn: fused_crossentropy, flash-attn's cross-entropy kernel)");
   } else if (l.stack == Stack::kUnsloth) {
-    r.loss = LossKind::kFused;
-    assume("loss: fused (Unsloth's fused cross-entropy never holds whole fp32 logits)");
+    if (ReleaseAtLeast(w, defaults::kUnslothCutCrossEntropy)) {
+      r.loss = LossKind::kFused;
+      assume("loss: fused (Unsloth from 2024-11-21 runs Apple's Cut Cross-Entropy, which holds no logits)");
+    } else {
+      r.loss = LossKind::kInplace;
+      assume(w.release == 0 ? "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over "
+                              "them; later releases run Cut Cross-Entropy, which holds none: say release: with the date of "
+                              "yours, or loss: fused)"
+                            : "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over them)");
+    }
   }
 
   if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kMegatron)

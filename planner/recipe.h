@@ -59,6 +59,9 @@ constexpr int kLossChunks = 8;
 // 2025-04-02 compile the loss with the model (components/loss.py), earlier ones ran it eager,
 // and the recipe prices the eager one. The estimate says when the compiled one would fit.
 bool LossCompiledByRelease(const Workload& w, const Layout& l);
+// Unsloth with neither `loss:` nor a release stated: releases since 2024-11-21 run Cut
+// Cross-Entropy, earlier ones held the whole logits, and the recipe prices those.
+bool LossFusedByRelease(const Workload& w, const Layout& l);
 
 // The float8 scaling a run uses: the workload's fp8_recipe, or the framework's default. For
 // torchtitan that is tensorwise until its float8 linears went rowwise-only (2026-04-27), and

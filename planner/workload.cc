@@ -154,6 +154,7 @@ std::string_view LossName(LossKind k) {
     case LossKind::kNoUpcast: return "no_upcast";
     case LossKind::kCompiled: return "compiled";
     case LossKind::kKernel: return "kernel";
+    case LossKind::kInplace: return "inplace";
   }
   return "?";
 }

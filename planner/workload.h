@@ -48,6 +48,7 @@ enum class LossKind {
   kNoUpcast,  // full logits, cross-entropy on them in bf16 (AutoModel MaskedCrossEntropy fp32_upcast: false)
   kCompiled,  // full bf16 logits, upcast and cross-entropy fused by torch.compile (torchtitan)
   kKernel,    // full bf16 logits into one cross-entropy kernel (flash-attn's, llm-foundry's fused_crossentropy)
+  kInplace,   // the same kernel writing the grad over the logits (Unsloth before Cut CE; inplace_backward)
 };
 
 // How a float8 run scales its tensors. What the planner prices from it so far is torchao's

@@ -184,8 +184,10 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
     else if (v == "no_upcast") w.loss = LossKind::kNoUpcast;
     else if (v == "compiled") w.loss = LossKind::kCompiled;
     else if (v == "kernel") w.loss = LossKind::kKernel;
+    else if (v == "inplace") w.loss = LossKind::kInplace;
     else if (v != "auto")
-      return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto, got \"" + *loss + "\"");
+      return doc.ErrorAt(root["loss"],
+                         "loss: expected standard, chunked, fused, no_upcast, compiled, kernel, inplace or auto, got \"" + *loss + "\"");
   }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> recipe, doc.String(root, "fp8_recipe"));
   if (recipe && !ParseFp8Recipe(*recipe, &w.fp8_recipe))

@@ -898,7 +898,7 @@ TEST(Workload, RecipeKeys) {
 
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"master_weights: fp16\n", "w.yaml:1:17: master_weights: expected fp32 (mixed precision), none"},
-           {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused, no_upcast, compiled, kernel or auto"},
+           {"loss: liger\n", "w.yaml:1:7: loss: expected standard, chunked, fused, no_upcast, compiled, kernel, inplace or auto"},
            {"compile: maybe\n", "w.yaml:1:10: compile: expected true, false or auto"},
            {"fp8_all_gather: fp8\n", "w.yaml:1:17: fp8_all_gather: expected true, false or auto"},
            {"bf16_layers: {start: 1, last: 2}\n", "w.yaml:1:25: unknown key 'last'"},

@@ -189,6 +189,41 @@ TEST(Memory, HybridBlocks) {
   EXPECT_EQ(LayerActivationBytes(ctx, 5, Recompute::kFull), static_cast<int64_t>(2 * sb * h));
 }
 
+// Unsloth's LoRA kernels on Llama-3.1-8B (h 4,096, q 4,096, k and v 1,024, FFN 14,336, 32
+// heads), per token of one layer: the two norms' 16-bit inputs and fp32 rstd (2 x 8,196),
+// the projections' input (8,192), q, k and v (12,288), the attention output and its fp32
+// log-sum-exp (8,192 + 128), and LoRA_MLP's X, e and g (8,192 + 57,344). With no adapter on
+// the MLP, transformers' MLP runs and keeps silu's input, its output and up's output (86,016)
+// and nothing reads the normed input. In backward the recomputed output (8,192) and down's
+// input grad (28,672) come on top of the two residual grads.
+TEST(Memory, UnslothKernelsKeepLessThanTransformers) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-a100");
+  c.gpus_per_node = 1;
+  Workload w = Train(4096, 1);
+  w.task = Task::kQlora;
+  const double sb = 4096;
+  auto layer = [&](const Workload& x, const std::string& layout) {
+    const Layout l = Resolve(m, x, c, layout);
+    return LayerActivationBytes(MemoryContext{m, x, l, c, ResolveRecipe(m, x, l)}, 0, Recompute::kNone);
+  };
+  EXPECT_EQ(layer(w, "framework=unsloth,dp=1,ac=none"), static_cast<int64_t>(sb * 110728));
+  EXPECT_EQ(layer(w, "framework=unsloth,dp=1,ac=full"), layer(w, "framework=unsloth,dp=1,ac=none"));
+  Workload qv = w;
+  qv.lora.targets = {"q_proj", "v_proj"};
+  EXPECT_EQ(layer(qv, "framework=unsloth,dp=1,ac=none"), static_cast<int64_t>(sb * (16392 + 8192 + 12288 + 8320 + 86016)));
+  // transformers' own modules under peft keep more; so does Unsloth when a dropout hands the
+  // adapters back to peft.
+  EXPECT_GT(layer(w, "framework=hf,dp=1,ac=none"), layer(w, "framework=unsloth,dp=1,ac=none") * 3 / 2);
+  Workload dropped = w;
+  dropped.lora.dropout = 0.05;
+  EXPECT_GT(layer(dropped, "framework=unsloth,dp=1,ac=none"), layer(w, "framework=unsloth,dp=1,ac=none") * 3 / 2);
+  const Layout l = Resolve(m, w, c, "framework=unsloth,dp=1");
+  const MemoryEstimate e = EstimateMemory(m, w, l, c);
+  EXPECT_EQ(Term(e, "recompute_layer"), static_cast<int64_t>(sb * 110728));
+  EXPECT_EQ(Term(e, "activation_gradients"), static_cast<int64_t>(sb * (2 * 8192 + 8192 + 28672)));
+}
+
 // Falcon-H1's parallel layer keeps what its attention and its Mamba-2 mixer each save, but
 // the normed input they share only once; serving, every layer holds KV and a Mamba state.
 // Mamba-Codestral (transformers Mamba2Config): every layer a Mamba-2 block, no attention. It

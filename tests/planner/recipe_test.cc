@@ -524,6 +524,24 @@ TEST(Recipe, LossKinds) {
   EXPECT_LT(loss_bytes("fused"), 0.05 * 10 * logits);
 }
 
+// Unsloth's loss by release: before 2024-11-21 the 16-bit logits are whole and the kernel
+// writes their grad over them (2 B per logit, an fp32 loss and log-sum-exp per token); from
+// then on Cut Cross-Entropy holds an fp32 log-sum-exp per token and the hidden states' grad
+// (Llama-3.2-3B: width 3,072), no logits.
+TEST(Recipe, UnslothLossFollowsRelease) {
+  const ModelSpec m = Model(kLlama32_3b);
+  const ClusterSpec c = OneGpu("a100-sxm-80gb");
+  const double tokens = 4096, logits = tokens * 128256;
+  const std::string base = "task: qlora\nseq_len: 4096\nglobal_batch: 1\n";
+  const MemoryEstimate old = Estimate(m, Recipe(base), c, "framework=unsloth");
+  EXPECT_NEAR(Term(old, "logits_and_loss"), 2 * logits + 8 * tokens, 1e3);
+  EXPECT_NEAR(Term(old, "logits_grad"), 2 * logits, 1e3);
+  const MemoryEstimate cce = Estimate(m, Recipe(base + "release: 2024-12-06\n"), c, "framework=unsloth");
+  EXPECT_NEAR(Term(cce, "logits_and_loss"), tokens * (4 + 2 * 3072), 1e3);
+  EXPECT_EQ(Term(cce, "logits_grad"), 0);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "loss: inplace\n"), c, "framework=fsdp"), "logits_grad"), static_cast<int64_t>(2 * logits));
+}
+
 // NeMo AutoModel builds the model in the checkpoint's dtype and shards it with FSDP2, so a
 // bf16 checkpoint trains with bf16 shards, bf16 gradients and bf16 Adam states: half of
 // torchtitan's fp32 shards on the same mesh, with no master copy. An fp32 checkpoint keeps
@@ -843,8 +861,9 @@ TEST(Recipe, ActivationOffloadMovesSavedTensorsToHost) {
   EXPECT_GE(off.per_node_host_bytes, Term(off, "activations_offloaded"));
 }
 
-// Unsloth's defaults: full recomputation with offloaded checkpoints and a fused loss, each
-// reported as an assumption; a user's ac=none holds.
+// Unsloth's defaults: full recomputation with offloaded checkpoints and, with no release
+// stated, the loss of releases before Cut Cross-Entropy, each reported as an assumption; a
+// user's ac=none holds.
 TEST(Recipe, UnslothDefaultsAreStated) {
   const ModelSpec m = Model(kLlama32_3b);
   const Workload w = Recipe("task: qlora\nseq_len: 2048\nglobal_batch: 1\n");
@@ -857,8 +876,11 @@ TEST(Recipe, UnslothDefaultsAreStated) {
   std::vector<std::string> assumed;
   const TrainingRecipe r = ResolveRecipe(m, w, *l, &assumed);
   EXPECT_TRUE(r.activation_offload);
-  EXPECT_EQ(r.loss, LossKind::kFused);
+  EXPECT_EQ(r.loss, LossKind::kInplace);
   EXPECT_EQ(assumed.size(), 3u);
+  Workload dated = w;
+  dated.release = 20241206;
+  EXPECT_EQ(ResolveRecipe(m, dated, *l).loss, LossKind::kFused);
   auto none = ResolveLayout(m, w, c, *ParseLayout("framework=unsloth,ac=none"));
   EXPECT_EQ(none->ac, Recompute::kNone);
 }
