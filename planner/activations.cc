@@ -483,7 +483,9 @@ int64_t RootGradsSegment(const MemoryContext& ctx, const StageShape& s, double l
       l.framework == Framework::kTorchtitan || ctx.r.loss != LossKind::kChunked || ctx.r.compile ||
       s.root_params <= 0)
     return 0;
-  const double flat = TrainedBytes(ctx.r, ctx.w) * static_cast<double>(s.root_params);
+  // Where the head is a unit of its own its reduce-scatter follows the chunked loss's
+  // backward, whose freed partial head grads hold it; the root keeps only what is left.
+  const double flat = TrainedBytes(ctx.r, ctx.w) * FsdpRootUnit(ctx, s).kept;
   const double head_grad =
       WeightBytes(ctx.w) * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp;
   const double largest_freed = std::max(4 * logits / kLossChunks, head_grad);

@@ -91,6 +91,14 @@ double DefaultFragmentation(const Layout& l, const Workload& w);
 // What the cache grows to past it when memory allows (memory_model.cc gives the measurements).
 double DefaultCacheGrowth(const MemoryContext& ctx, double frag);
 
+// FSDP's root unit on this stage, in params on this GPU: what it keeps gathered, and the
+// embeddings and the head where they are units of their own instead (torchtitan from
+// 2025-07-28: the embeddings; torchtune's custom_sharded_layers: either or both).
+struct RootUnit {
+  double kept = 0, embeddings = 0, head = 0;
+};
+RootUnit FsdpRootUnit(const MemoryContext& ctx, const StageShape& s);
+
 // The group that shards dense model states (ZeRO/FSDP/distributed optimizer).
 int DenseShardDegree(const Layout& l);
 // Whether ZeRO-2/3 or FSDP shards the dense states over more than one rank.

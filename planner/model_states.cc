@@ -206,6 +206,19 @@ void AddFsdpStreamPools(double gathered_unit, double first_gather, double grads,
         "reduce-scatter stream's blocks, the sharded gradients' once zero_grad has freed them", 1, Pool::kStream);
 }
 
+}  // namespace
+
+RootUnit FsdpRootUnit(const MemoryContext& ctx, const StageShape& s) {
+  RootUnit u;
+  const bool tied = ctx.m.tied_embeddings;  // tied embeddings are the head, and stay in the root
+  if (s.first && !ctx.r.root_keeps_embeddings && !tied) u.embeddings = static_cast<double>(FirstStageExtraParams(ctx.m)) / ctx.l.tp;
+  if (s.last && ctx.r.head_own_unit && !tied) u.head = static_cast<double>(CountParams(ctx.m).head) / ctx.l.tp;
+  u.kept = static_cast<double>(s.root_params) - u.embeddings - u.head;
+  return u;
+}
+
+namespace {
+
 void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
   const double wb = WeightBytes(ctx.w);
@@ -245,11 +258,15 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   Add(out, "gathered_units_backward", 3 * gathered_unit + 2 * unit, Phase::kBackward, Phase::kBackward,
       "backward: unsharded params, prefetch, unsharded grads and fp32 reduce-scatter input, about 5 units");
   // The root (embeddings, head) is not resharded after forward (reshard_after_forward None -> False).
-  // torchtitan from 2025-07-28 reshards the embeddings after forward as a unit of their own
-  // (tied ones are the head, and stay).
-  const bool own_unit = s.first && !ctx.r.root_keeps_embeddings && !ctx.m.tied_embeddings;
-  const double embeddings = own_unit ? static_cast<double>(FirstStageExtraParams(ctx.m)) / l.tp : 0;
-  const double root = wb * (static_cast<double>(s.root_params) - embeddings);
+  const RootUnit ru = FsdpRootUnit(ctx, s);
+  const double embeddings = ru.embeddings;
+  const double root = wb * ru.kept;
+  // A head of its own is gathered for its forward, resharded, and gathered again when its
+  // backward begins; the embeddings' unit runs first in forward and last in backward, beside
+  // little else, so it is left out.
+  if (ru.head > 0)
+    Add(out, "head_unit_gathered", wb * ru.head, Phase::kLoss, Phase::kLossBackward,
+        "the output layer, an FSDP unit of its own (custom_sharded_layers): gathered for the head's forward and backward");
   if (ctx.r.root_reshards_after_forward) {
     Add(out, "root_unsharded_params", root, Phase::kForward, Phase::kForward,
         "FSDP2 root gathered through forward and resharded after it (reshard_after_forward=True, honoured from torch 2.8)");

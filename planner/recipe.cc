@@ -284,8 +284,21 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
              "on PyTorch before 2.8; later releases reshard the embeddings after forward as a unit of their own: say "
              "release: with the date of yours, and torch: with PyTorch's version)");
   } else if (l.stack == Stack::kTorchtune && fsdp_root) {
+    // torchtune's full fine-tune configs for the Llama 3 family (llama3, llama3_1, llama3_3:
+    // 8B_full, 70B_full, untied 128,256-token vocabularies) set custom_sharded_layers:
+    // ['tok_embeddings', 'output'], "useful for large vocab size models"; its other configs
+    // (Llama 2, the tied Llama 3.2, Qwen, Gemma, every LoRA) leave both in the root.
+    const bool llama3_full = !w.lora_like() && m.model_type == "llama" && m.vocab >= 128000 && !m.tied_embeddings;
+    const int sharded = w.custom_sharded_layers >= 0 ? w.custom_sharded_layers
+                        : llama3_full               ? kShardedEmbeddings | kShardedOutput
+                                                    : 0;
+    r.root_keeps_embeddings = !(sharded & kShardedEmbeddings);
+    r.head_own_unit = (sharded & kShardedOutput) && !m.tied_embeddings;
+    if (w.custom_sharded_layers < 0 && sharded)
+      assume("custom_sharded_layers: [tok_embeddings, output] (torchtune's Llama 3 full fine-tune configs make them FSDP "
+             "units of their own; say custom_sharded_layers: [] for a config without them)");
     r.root_reshards_after_forward = torch_reshards_root;
-    if (w.torch_version == 0)
+    if (w.torch_version == 0 && (r.root_keeps_embeddings || !r.head_own_unit))
       assume("FSDP root: embeddings, norm and head gathered from forward to backward (PyTorch before 2.8; from 2.8 "
              "torchtune's root reshards after forward: say torch: with PyTorch's version)");
   }

@@ -33,6 +33,8 @@ struct TrainingRecipe {
   bool root_reshards_after_forward = false;  // FSDP2's root frees its gathered params after forward
                                      // and gathers them again when backward reaches it (torch 2.8+
                                      // with an explicit reshard_after_forward=True on the root)
+  bool head_own_unit = false;        // the head is an FSDP unit of its own, gathered for its forward
+                                     // and again for its backward (torchtune's custom_sharded_layers)
   bool last_unit_kept = false;       // the last block stays gathered from forward to its backward
                                      // (torchtitan before 2025-07-28)
   bool float8_all_gather = false;    // FSDP gathers the float8 linears' weights in float8

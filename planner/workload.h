@@ -33,6 +33,10 @@ enum class OptimizerStep { kAuto, kForeach, kPerTensor };
 // A recipe setting the user may leave to the framework: kAuto takes what the layout's
 // framework does by default (planner/recipe.h resolves it and says which it assumed).
 enum class Setting { kAuto, kOff, kOn };
+// Workload::custom_sharded_layers, a mask of these.
+inline constexpr int kShardedEmbeddings = 1;  // torchtune's "tok_embeddings"
+inline constexpr int kShardedOutput = 2;      // torchtune's "output"
+
 // Whether trained parameters keep an fp32 master copy beside the low-precision working copy.
 enum class MasterWeights {
   kAuto,
@@ -127,6 +131,9 @@ struct Workload {
   // The PyTorch the run used, as major x 100 + minor (2.8 -> 208); 0 = not stated. FSDP2's
   // root module changed under it (TrainingRecipe::root_reshards_after_forward, recipe.h).
   int32_t torch_version = 0;
+  // torchtune's custom_sharded_layers: which of the token embeddings and the output layer are
+  // FSDP units of their own rather than part of the root. -1 = not stated (its configs' choice).
+  int custom_sharded_layers = -1;
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 

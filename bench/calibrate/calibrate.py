@@ -25,7 +25,9 @@ What it runs, per framework (the layout's `framework=`):
   shards the sequence) and the loss on vocabulary-sharded logits (loss_parallel); the caching
   allocator with expandable segments, as torchtitan's run_train.sh sets it.
 - torchtune: fully_shard per decoder layer and on the root, all in the workload's dtype
-  (torchtune has no fp32 master copy); LoRA adapters in that dtype too.
+  (torchtune has no fp32 master copy); LoRA adapters in that dtype too. The embeddings and the
+  head are units of their own where `custom_sharded_layers` names them, or, unstated, where
+  torchtune's configs do (full fine-tunes of the Llama 3 family).
 - hf: one GPU (dp = tp = 1), a plain training loop: the model in fp32 under bf16 autocast
   (`master_weights: fp32`, HF Trainer's mixed precision) or in the workload's dtype; under
   LoRA the frozen base in the workload's dtype and the adapters in fp32 (peft's
@@ -203,10 +205,31 @@ class Run:
                 raise RunError(f"{folder}/workload.yaml: {key} is not rehearsed by the harness")
         if self.task == "lora" and self.tp != 1:
             raise RunError(f"{folder}/layout.txt: LoRA runs with tp=1 here")
+        self.custom_sharded = self.read_custom_sharded(folder, w)
         lora = w.get("lora") or {}
         self.lora_rank = int(lora.get("rank", 8)) if self.task == "lora" else 0
         # shardplan's default targets: every linear of the layer under llama's seven names.
         self.lora_targets = list(lora.get("targets", LLAMA_LINEARS)) if self.task == "lora" else []
+
+    def read_custom_sharded(self, folder, w):
+        """torchtune's custom_sharded_layers: as stated, or what its full fine-tune configs for the
+        Llama 3 family set (untied vocabularies of 128,256 tokens), as shardplan assumes."""
+        stated = w.get("custom_sharded_layers")
+        if self.framework != "torchtune":
+            if stated:
+                raise RunError(f"{folder}/workload.yaml: custom_sharded_layers is torchtune's; this layout runs "
+                               f"{self.framework}")
+            return []
+        if stated is None:
+            with open(os.path.join(folder, "config.json")) as f:
+                cfg = json.load(f)
+            llama3 = (cfg.get("model_type") == "llama" and int(cfg.get("vocab_size", 0)) >= 128000
+                      and not cfg.get("tie_word_embeddings", False))
+            stated = ["tok_embeddings", "output"] if llama3 and self.task in ("pretrain", "finetune") else []
+        if not isinstance(stated, list) or any(n not in ("tok_embeddings", "output") for n in stated):
+            raise RunError(f"{folder}/workload.yaml: custom_sharded_layers {stated!r}: expected a list of "
+                           "tok_embeddings and output")
+        return list(stated)
 
     def read_serving(self, folder, w):
         """Serving is transformers' generate on one GPU: a batch of prompts, greedy decoding of
@@ -543,6 +566,17 @@ def apply_fsdp(run, model, mesh, torch):
         fully_shard([model.model.norm, model.lm_head], **{**kw, "reshard_after_forward": False})
         fully_shard(model, **kw)
         return
+    if run.custom_sharded:
+        # torchtune's shard_model: every layer and each custom_sharded_layers module a unit of
+        # its own, all resharded after forward, then the root.
+        for layer in layers:
+            fully_shard(layer, **kw)
+        if "tok_embeddings" in run.custom_sharded:
+            fully_shard(model.model.embed_tokens, **kw)
+        if "output" in run.custom_sharded:
+            fully_shard(model.lm_head, **kw)
+        fully_shard(model, **kw)
+        return
     for i, layer in enumerate(layers):
         # torchtitan keeps the last block unsharded after forward: backward needs it at once.
         fully_shard(layer, **{**kw, "reshard_after_forward": kw["reshard_after_forward"] and i < len(layers) - 1})
@@ -752,6 +786,8 @@ def measure(run, device_name, steps):
             # How transformers ran the routed experts: 'eager' (a Python loop over the experts
             # that got tokens) or 'grouped_mm' (one grouped GEMM per projection).
             record["experts_implementation"] = getattr(config, "_experts_implementation", None)
+        if run.dp > 1:  # fully_shard turns each unit's class into FSDP<Class>
+            record["fsdp_units"] = sum(1 for mod in model.modules() if type(mod).__name__.startswith("FSDP"))
         if step_seconds:
             record["step_seconds"] = step_seconds
         if oom_at:

@@ -183,9 +183,19 @@ def main():
         # same runs, the same shares, each step timed.
         tied_hf = make_run(src, "tiny-tied-hf", {**TINY_LLAMA, "tie_word_embeddings": True}, pretrain,
                            "framework=hf,dp=1,mbs=1,ac=none")
-        p = subprocess.run([py, calibrate, two_d, moe, serve, tied_hf, "--device", "cpu", "--steps", "2", "--json",
-                            "--fork"], capture_output=True, text=True)
+        tune = "task: finetune\nprecision: bf16\nmaster_weights: none\nseq_len: 64\nglobal_batch: 8\nloss: chunked\n"
+        tune_units = make_run(src, "tiny-tune-units", TINY_LLAMA, tune + "custom_sharded_layers: [tok_embeddings, output]\n",
+                              "framework=torchtune,dp=8,zero=3,mbs=1,ac=full")
+        tune_root = make_run(src, "tiny-tune-root", TINY_LLAMA, tune, "framework=torchtune,dp=8,zero=3,mbs=1,ac=full")
+        p = subprocess.run([py, calibrate, two_d, moe, serve, tied_hf, tune_units, tune_root, "--device", "cpu",
+                            "--steps", "2", "--json", "--fork"], capture_output=True, text=True)
         forked = {r["id"]: r for r in (json.loads(l) for l in p.stdout.splitlines() if l.startswith("{"))}
+        units = {k: forked.get(k, {}).get("fsdp_units") for k in ("tiny-tune-units", "tiny-tune-root")}
+        # Two layers and the root; with custom_sharded_layers the embeddings and the head as well.
+        check(units == {"tiny-tune-units": 5, "tiny-tune-root": 3}
+              and forked.get("tiny-tune-units", {}).get("local_params") == 1705216 // 8,
+              f"torchtune's custom_sharded_layers makes the embeddings and the head units of their own ({units})")
+        forked = {k: r for k, r in forked.items() if not k.startswith("tiny-tune-")}
         check(p.returncode == 0 and {k: r.get("local_params") for k, r in forked.items() if k != "tiny-tied-hf"}
               == {k: got[k].get("local_params") for k in ("tiny-fsdp4-tp2-sel", "tiny-moe-fsdp4-full", "tiny-generate")},
               f"--fork gives the same three runs the same shares ({p.stderr.strip()[-400:]})")

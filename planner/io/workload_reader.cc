@@ -218,6 +218,18 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
       return doc.ErrorAt(root["torch"], "torch: expected PyTorch's version as MAJOR.MINOR (such as \"2.8\" or 2.11.0+cu130), "
                                         "got \"" + *torch + "\"");
   }
+  if (YAML::Node sharded = root["custom_sharded_layers"]; sharded.IsDefined()) {
+    const std::string expected = "custom_sharded_layers: expected a list of tok_embeddings and output (torchtune's names), such as "
+                                 "[tok_embeddings, output] or []";
+    if (!sharded.IsSequence()) return doc.ErrorAt(sharded, expected);
+    w.custom_sharded_layers = 0;
+    for (const auto& name : sharded) {
+      const std::string v = name.IsScalar() ? name.Scalar() : "";
+      if (v == "tok_embeddings") w.custom_sharded_layers |= kShardedEmbeddings;
+      else if (v == "output") w.custom_sharded_layers |= kShardedOutput;
+      else return doc.ErrorAt(name, expected + ", got \"" + v + "\"");
+    }
+  }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
   if (paged) {
     Setting p = Setting::kAuto;
@@ -268,7 +280,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "paged_optimizer", "activation_offload", "loss", "compile",
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
-                                            "fp8_all_gather", "bf16_layers"};
+                                            "fp8_all_gather", "bf16_layers", "custom_sharded_layers"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -356,6 +368,12 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
   if (w.torch_version > 0) out += p + "torch: \"" + TorchVersionName(w.torch_version) + "\"\n";
+  if (w.custom_sharded_layers >= 0) {
+    std::string names;
+    if (w.custom_sharded_layers & kShardedEmbeddings) names = "tok_embeddings";
+    if (w.custom_sharded_layers & kShardedOutput) names += std::string(names.empty() ? "" : ", ") + "output";
+    out += p + "custom_sharded_layers: [" + names + "]\n";
+  }
   std::string dropout;
   if (w.lora.dropout > 0) dropout = ", dropout: " + ShortestNumber(w.lora.dropout);
   out += p + "lora: {rank: " + std::to_string(w.lora.rank) + ", targets: [" + targets + "]" + dropout + "}\n";

@@ -870,7 +870,7 @@ TEST(Workload, Fp8Recipe) {
 TEST(Workload, RecipeKeys) {
   auto doc = Document::Parse("w.yaml", "task: finetune\noptimizer: paged_adamw_8bit\nmaster_weights: none\n"
                                        "optimizer_in_backward: true\nactivation_offload: yes\nloss: chunked\ncompile: true\n"
-                                       "fp8_all_gather: off\nbf16_layers: {start: 1, end: 2}\n");
+                                       "fp8_all_gather: off\nbf16_layers: {start: 1, end: 2}\ncustom_sharded_layers: [output]\n");
   ASSERT_TRUE(doc.ok());
   auto w = ParseWorkload(*doc);
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -895,6 +895,7 @@ TEST(Workload, RecipeKeys) {
   EXPECT_EQ(back->compile, Setting::kOn);
   EXPECT_EQ(back->fp8_all_gather, Setting::kOff);
   EXPECT_EQ(back->bf16_layers_end, 2);
+  EXPECT_EQ(back->custom_sharded_layers, kShardedOutput);
 
   for (const auto& [text, expect] : std::vector<std::pair<std::string, std::string>>{
            {"master_weights: fp16\n", "w.yaml:1:17: master_weights: expected fp32 (mixed precision), none"},
@@ -902,7 +903,11 @@ TEST(Workload, RecipeKeys) {
            {"compile: maybe\n", "w.yaml:1:10: compile: expected true, false or auto"},
            {"fp8_all_gather: fp8\n", "w.yaml:1:17: fp8_all_gather: expected true, false or auto"},
            {"bf16_layers: {start: 1, last: 2}\n", "w.yaml:1:25: unknown key 'last'"},
-           {"optimizer: paged-sgd\n", "w.yaml:1:12: optimizer: expected adamw"}}) {
+           {"optimizer: paged-sgd\n", "w.yaml:1:12: optimizer: expected adamw"},
+           {"custom_sharded_layers: [tok_embeddings, lm_head]\n",
+            "w.yaml:1:41: custom_sharded_layers: expected a list of tok_embeddings and output (torchtune's names), such as "
+            "[tok_embeddings, output] or [], got \"lm_head\""},
+           {"custom_sharded_layers: output\n", "w.yaml:1:24: custom_sharded_layers: expected a list"}}) {
     auto bad = Document::Parse("w.yaml", text);
     ASSERT_TRUE(bad.ok());
     auto r = ParseWorkload(*bad);

@@ -3,6 +3,7 @@
 // torchtune figures and the exact terms each recipe implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -267,7 +268,7 @@ TEST(Recipe, Torch28ReshardsTheFsdpRootAfterForward) {
   const int64_t root = (2 * 128256LL * 4096 + 4096) * 2, block = 218112000LL * 2;
   const std::string tune_layout = "framework=torchtune,dp=8,zero=3,mbs=2,ac=full";
   const std::string tune = "task: finetune\nprecision: bf16\nmaster_weights: none\nloss: chunked\nseq_len: 4096\n"
-                           "global_batch: 16\n";
+                           "global_batch: 16\ncustom_sharded_layers: []\n";
   const MemoryEstimate old_torch = Estimate(m, Recipe(tune), c, tune_layout);
   const MemoryEstimate new_torch = Estimate(m, Recipe(tune + "torch: \"2.11\"\n"), c, tune_layout);
   ASSERT_NE(Find(new_torch, "root_regathered_params"), nullptr);
@@ -883,6 +884,42 @@ TEST(Recipe, UnslothDefaultsAreStated) {
   EXPECT_EQ(ResolveRecipe(m, dated, *l).loss, LossKind::kFused);
   auto none = ResolveLayout(m, w, c, *ParseLayout("framework=unsloth,ac=none"));
   EXPECT_EQ(none->ac, Recompute::kNone);
+}
+
+// torchtune's full fine-tune configs for the Llama 3 family set custom_sharded_layers:
+// ['tok_embeddings', 'output']: the root keeps only the final norm (4,096 bf16 weights), and
+// the head (128,256 x 4,096 in bf16) is gathered for its forward and backward alone. Llama 2,
+// a LoRA run, or `custom_sharded_layers: []` keep both in the root, as before.
+TEST(Recipe, TorchtuneShardsLlama3EmbeddingsAndHeadApart) {
+  auto m = LoadModel("llama-3.1-8b");
+  ASSERT_TRUE(m.ok());
+  auto c = LoadCluster("dgx-h100");
+  ASSERT_TRUE(c.ok());
+  const std::string base = "task: finetune\nseq_len: 4096\nglobal_batch: 16\n";
+  const std::string layout = "framework=torchtune,dp=8,mbs=2";
+  const double head = 2.0 * 128256 * 4096;
+  const MemoryEstimate own = Estimate(*m, Recipe(base), *c, layout);
+  EXPECT_EQ(Term(own, "root_unsharded_params"), 2 * 4096);
+  EXPECT_EQ(Term(own, "head_unit_gathered"), static_cast<int64_t>(head));
+  const MemoryEstimate kept = Estimate(*m, Recipe(base + "custom_sharded_layers: []\n"), *c, layout);
+  EXPECT_EQ(Term(kept, "root_unsharded_params"), static_cast<int64_t>(2 * head + 2 * 4096));
+  EXPECT_EQ(Term(kept, "head_unit_gathered"), 0);
+  // The head alone: the embeddings stay in the root.
+  const MemoryEstimate out = Estimate(*m, Recipe(base + "custom_sharded_layers: [output]\n"), *c, layout);
+  EXPECT_EQ(Term(out, "root_unsharded_params"), static_cast<int64_t>(head + 2 * 4096));
+  auto l = ResolveLayout(*m, Recipe(base), *c, *ParseLayout(layout));
+  ASSERT_TRUE(l.ok());
+  std::vector<std::string> assumed;
+  const TrainingRecipe r = ResolveRecipe(*m, Recipe(base), *l, &assumed);
+  EXPECT_FALSE(r.root_keeps_embeddings);
+  EXPECT_TRUE(r.head_own_unit);
+  EXPECT_TRUE(std::any_of(assumed.begin(), assumed.end(),
+                          [](const std::string& a) { return a.rfind("custom_sharded_layers: [tok_embeddings, output]", 0) == 0; }));
+  const Workload lora = Recipe("task: lora\nseq_len: 4096\nglobal_batch: 16\n");
+  EXPECT_TRUE(ResolveRecipe(*m, lora, *ResolveLayout(*m, lora, *c, *ParseLayout(layout))).root_keeps_embeddings);
+  auto llama2 = LoadModel("llama-2-7b");
+  ASSERT_TRUE(llama2.ok());
+  EXPECT_EQ(Term(Estimate(*llama2, Recipe(base), *c, layout), "head_unit_gathered"), 0);
 }
 
 // Megatron's selective recomputation by module (Qwen3-30B-A3B: 48 MoE layers, 128 experts,
