@@ -656,9 +656,10 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
     return;
   }
   if (ctx.r.loss == LossKind::kFused) {
-    // Fused linear cross-entropy (Liger, Unsloth, Cut CE) runs the head and the loss over
-    // token chunks of about b*s*h/V tokens (Liger's chunk_size), computing the hidden-state
-    // grad in forward: a chunk's bf16 + fp32 logits, and an fp32 grad of the last hidden state.
+    // Fused linear cross-entropy (Liger; Cut CE outside Unsloth) runs the head and the loss
+    // over token chunks of about b*s*h/V tokens (Liger's chunk_size), computing the
+    // hidden-state grad in forward: a chunk's bf16 + fp32 logits, and an fp32 grad of the last
+    // hidden state.
     const double chunk = tokens * static_cast<double>(m.hidden) / std::max(vocab, 1.0);
     out.push_back({"logits_and_loss", static_cast<int64_t>(chunk * vocab * 10 + tokens * static_cast<double>(m.hidden) * 4), 3,
                    Phase::kLoss, Phase::kBackward, Pool::kTorch,
