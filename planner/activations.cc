@@ -603,8 +603,8 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
     const double full = static_cast<double>(LayerActivationBytes(ctx, layer, Recompute::kNone));
     largest_full = std::max(largest_full, full);
     // One layer's intermediate grads: half its full activations, or what Unsloth's kernels hold.
-    largest_transient =
-        std::max(largest_transient, UnslothKernels(ctx, layer) ? UnslothBackwardBytes(ctx, layer, DimsFor(ctx, layer)) : full / 2);
+    const double transient = UnslothKernels(ctx, layer) ? UnslothBackwardBytes(ctx, layer, DimsFor(ctx, layer)) : full / 2;
+    largest_transient = std::max(largest_transient, transient);
   }
   const double inflight = s.micro_batches_in_flight;
   const double saved = per_mb * inflight;

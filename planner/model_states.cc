@@ -211,8 +211,9 @@ void AddFsdpStreamPools(double gathered_unit, double first_gather, double grads,
 RootUnit FsdpRootUnit(const MemoryContext& ctx, const StageShape& s) {
   RootUnit u;
   const bool tied = ctx.m.tied_embeddings;  // tied embeddings are the head, and stay in the root
-  if (s.first && !ctx.r.root_keeps_embeddings && !tied) u.embeddings = static_cast<double>(FirstStageExtraParams(ctx.m)) / ctx.l.tp;
-  if (s.last && ctx.r.head_own_unit && !tied) u.head = static_cast<double>(CountParams(ctx.m).head) / ctx.l.tp;
+  const double tp = ctx.l.tp;
+  if (s.first && !ctx.r.root_keeps_embeddings && !tied) u.embeddings = static_cast<double>(FirstStageExtraParams(ctx.m)) / tp;
+  if (s.last && ctx.r.head_own_unit && !tied) u.head = static_cast<double>(CountParams(ctx.m).head) / tp;
   u.kept = static_cast<double>(s.root_params) - u.embeddings - u.head;
   return u;
 }

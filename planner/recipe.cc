@@ -334,7 +334,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
       assume(w.release == 0 ? "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over "
                               "them; later releases run Cut Cross-Entropy, which holds none: say release: with the date of "
                               "yours, or loss: fused)"
-                            : "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over them)");
+                            : "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over "
+                              "them)");
     }
   }
 

@@ -186,8 +186,8 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
     else if (v == "kernel") w.loss = LossKind::kKernel;
     else if (v == "inplace") w.loss = LossKind::kInplace;
     else if (v != "auto")
-      return doc.ErrorAt(root["loss"],
-                         "loss: expected standard, chunked, fused, no_upcast, compiled, kernel, inplace or auto, got \"" + *loss + "\"");
+      return doc.ErrorAt(root["loss"], "loss: expected standard, chunked, fused, no_upcast, compiled, kernel, inplace or auto, "
+                                       "got \"" + *loss + "\"");
   }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> recipe, doc.String(root, "fp8_recipe"));
   if (recipe && !ParseFp8Recipe(*recipe, &w.fp8_recipe))
@@ -219,8 +219,9 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
                                         "got \"" + *torch + "\"");
   }
   if (YAML::Node sharded = root["custom_sharded_layers"]; sharded.IsDefined()) {
-    const std::string expected = "custom_sharded_layers: expected a list of tok_embeddings and output (torchtune's names), such as "
-                                 "[tok_embeddings, output] or []";
+    const std::string expected =
+        "custom_sharded_layers: expected a list of tok_embeddings and output (torchtune's names), such as "
+        "[tok_embeddings, output] or []";
     if (!sharded.IsSequence()) return doc.ErrorAt(sharded, expected);
     w.custom_sharded_layers = 0;
     for (const auto& name : sharded) {
