@@ -260,10 +260,23 @@ bool UnslothKernels(const MemoryContext& ctx, int64_t layer) {
          m.norm == NormKind::kRms && !m.is_hybrid() && !m.is_moe_layer(layer) && m.has_attention(layer) && m.has_ffn(layer);
 }
 
-bool UnslothFusedMlp(const MemoryContext& ctx, int64_t layer) {
-  for (std::string_view name : {"gate_proj", "up_proj", "down_proj"})
-    if (!AdaptsModule(ctx.m, ctx.w.lora, layer, name)) return false;
-  return true;
+// What a layer's adapters make of Unsloth's path, per token: whether the projections'
+// shared input is saved (an adapter on q, k or v reads it), whether LoRA_MLP runs, and the
+// bytes its MLP keeps -- X, e and g under LoRA_MLP (2h + 4f); else silu's input, its output
+// and up's output (6f), the normed input where gate or up has an adapter and their product
+// where down_proj has one.
+struct UnslothLayer {
+  bool qkv_input = false, fused_mlp = false;
+  double mlp_saved = 0;
+};
+UnslothLayer UnslothShape(const MemoryContext& ctx, int64_t layer, double h, double f) {
+  auto adapted = [&](std::string_view name) { return AdaptsModule(ctx.m, ctx.w.lora, layer, name); };
+  const bool gate = adapted("gate_proj"), up = adapted("up_proj"), down = adapted("down_proj");
+  UnslothLayer u;
+  u.qkv_input = adapted("q_proj") || adapted("k_proj") || adapted("v_proj");
+  u.fused_mlp = gate && up && down;
+  u.mlp_saved = u.fused_mlp ? 2 * h + 4 * f : (gate || up ? 2 * h : 0) + 6 * f + (down ? 2 * f : 0);
+  return u;
 }
 
 // Attention widths Unsloth's kernels hold: q, and k and v (expanded without flash-attn).
@@ -276,21 +289,13 @@ UnslothWidths UnslothAttention(const MemoryContext& ctx) {
 }
 
 double UnslothLayerBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
-  const ModelSpec& m = ctx.m;
-  const LoraSpec& lora = ctx.w.lora;
-  const double h = d.h, f = static_cast<double>(m.intermediate);
+  const double h = d.h, f = static_cast<double>(ctx.m.intermediate);
   const UnslothWidths a = UnslothAttention(ctx);
-  double bytes = 2 * (2 * h + 4);  // the two norms' inputs and rstd
-  if (AdaptsModule(m, lora, layer, "q_proj") || AdaptsModule(m, lora, layer, "k_proj") || AdaptsModule(m, lora, layer, "v_proj"))
-    bytes += 2 * h;  // the projections' shared input
-  bytes += 2 * (a.q + 2 * a.kv) + 2 * a.q + 4 * static_cast<double>(m.heads);  // q, k, v, output, log-sum-exp
-  if (UnslothFusedMlp(ctx, layer)) {
-    bytes += 2 * h + 4 * f;
-  } else {
-    if (AdaptsModule(m, lora, layer, "gate_proj") || AdaptsModule(m, lora, layer, "up_proj")) bytes += 2 * h;
-    bytes += 6 * f + (AdaptsModule(m, lora, layer, "down_proj") ? 2 * f : 0);
-  }
-  return bytes * d.s * d.b;
+  const UnslothLayer u = UnslothShape(ctx, layer, h, f);
+  double bytes = 2 * (2 * h + 4);      // the two norms' inputs and rstd
+  if (u.qkv_input) bytes += 2 * h;     // the projections' shared input
+  bytes += 2 * (a.q + 2 * a.kv) + 2 * a.q + 4 * static_cast<double>(ctx.m.heads);  // q, k, v, output, log-sum-exp
+  return (bytes + u.mlp_saved) * d.s * d.b;
 }
 
 // What one layer's backward holds beyond its saved tensors under Unsloth's kernels, per
@@ -298,16 +303,16 @@ double UnslothLayerBytes(const MemoryContext& ctx, int64_t layer, const Dims& d)
 // it returns (unsloth_zoo gradient_checkpointing.py), 2h. LoRA_MLP's backward writes
 // down_proj's input grad (2f) and turns e and g into their grads in place, and its dX into X;
 // transformers' MLP holds two 2f grads at once. The attention's backward comes after the
-// MLP's tensors are freed: flash-attn 2 allocates an fp32 dq accumulator, dq, dk and dv, and
-// under GQA dk and dv at the query width before it sums them over each group
-// (csrc/flash_attn/flash_api.cpp mha_bwd).
+// MLP's tensors and the second norm's input are freed: flash-attn 2 allocates an fp32 dq
+// accumulator, dq, dk and dv, and under GQA dk and dv at the query width before it sums them
+// over each group (csrc/flash_attn/flash_api.cpp mha_bwd).
 double UnslothBackwardBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   const double h = d.h, f = static_cast<double>(ctx.m.intermediate);
   const UnslothWidths a = UnslothAttention(ctx);
-  const bool fused = UnslothFusedMlp(ctx, layer);
-  const double mlp = fused ? 2 * f : 4 * f;
-  const double mlp_saved = 2 * h + 4 + (fused ? 2 * h + 4 * f : 6 * f);
-  const double attention = 4 * a.q + 2 * (a.q + 2 * a.kv) + (a.kv < a.q ? 4 * a.q : 0) - mlp_saved;
+  const UnslothLayer u = UnslothShape(ctx, layer, h, f);
+  const double mlp = u.fused_mlp ? 2 * f : 4 * f;
+  const double freed = 2 * h + 4 + u.mlp_saved;
+  const double attention = 4 * a.q + 2 * (a.q + 2 * a.kv) + (a.kv < a.q ? 4 * a.q : 0) - freed;
   return (2 * h + std::max(mlp, attention)) * d.s * d.b;
 }
 

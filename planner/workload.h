@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "planner/dtype.h"
@@ -36,6 +38,8 @@ enum class Setting { kAuto, kOff, kOn };
 // Workload::custom_sharded_layers, a mask of these.
 inline constexpr int kShardedEmbeddings = 1;  // torchtune's "tok_embeddings"
 inline constexpr int kShardedOutput = 2;      // torchtune's "output"
+inline constexpr std::pair<std::string_view, int> kShardedLayerNames[] = {{"tok_embeddings", kShardedEmbeddings},
+                                                                          {"output", kShardedOutput}};
 
 // Whether trained parameters keep an fp32 master copy beside the low-precision working copy.
 enum class MasterWeights {

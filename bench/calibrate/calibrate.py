@@ -221,8 +221,7 @@ class Run:
                                f"{self.framework}")
             return []
         if stated is None:
-            with open(os.path.join(folder, "config.json")) as f:
-                cfg = json.load(f)
+            cfg = self.config
             llama3 = (cfg.get("model_type") == "llama" and int(cfg.get("vocab_size", 0)) >= 128000
                       and not cfg.get("tie_word_embeddings", False))
             stated = ["tok_embeddings", "output"] if llama3 and self.task in ("pretrain", "finetune") else []

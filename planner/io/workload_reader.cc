@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 #include "planner/strings.h"
 
@@ -226,9 +227,10 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
     w.custom_sharded_layers = 0;
     for (const auto& name : sharded) {
       const std::string v = name.IsScalar() ? name.Scalar() : "";
-      if (v == "tok_embeddings") w.custom_sharded_layers |= kShardedEmbeddings;
-      else if (v == "output") w.custom_sharded_layers |= kShardedOutput;
-      else return doc.ErrorAt(name, expected + ", got \"" + v + "\"");
+      const auto* known = std::find_if(std::begin(kShardedLayerNames), std::end(kShardedLayerNames),
+                                       [&](const auto& n) { return v == n.first; });
+      if (known == std::end(kShardedLayerNames)) return doc.ErrorAt(name, expected + ", got \"" + v + "\"");
+      w.custom_sharded_layers |= known->second;
     }
   }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> paged, doc.String(root, "paged_optimizer"));
@@ -371,8 +373,8 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.torch_version > 0) out += p + "torch: \"" + TorchVersionName(w.torch_version) + "\"\n";
   if (w.custom_sharded_layers >= 0) {
     std::string names;
-    if (w.custom_sharded_layers & kShardedEmbeddings) names = "tok_embeddings";
-    if (w.custom_sharded_layers & kShardedOutput) names += std::string(names.empty() ? "" : ", ") + "output";
+    for (const auto& [name, bit] : kShardedLayerNames)
+      if (w.custom_sharded_layers & bit) names += std::string(names.empty() ? "" : ", ") + std::string(name);
     out += p + "custom_sharded_layers: [" + names + "]\n";
   }
   std::string dropout;
