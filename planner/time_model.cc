@@ -263,6 +263,17 @@ LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   if (rc == Rc::kSelective && x.op_sac && x.l.sp) c.tp_raw += k.tp_collectives * k.tp_gather;
   const double exposed = x.l.framework == Framework::kTorchtitan ? kAsyncTpExposed : kTpOverlapExposed;
   c.tp = c.tp_raw * (x.k.tp_overlap ? exposed : 1);
+  if (x.k.tp_overlap && x.rowwise) {
+    // Async TP fuses matmul-reduce-scatter with torchao's rowwise scales but not
+    // all-gather-matmul (pytorch/pytorch#149990), so every all-gather stays exposed: the
+    // forward's, the backward's of the gradient at each row-parallel output and the per-op
+    // policy's second one. torchtitan's own A/B tables (benchmarks/
+    // asyncTP_llama3_h100_2025-06_torchtitan.md) gain 4% (70B) and 6% (8B) from async TP with
+    // rowwise float8, where bf16 gains 9% and 10% and tensorwise 16% and 10%.
+    const double sac_gather = rc == Rc::kSelective && x.op_sac && x.l.sp ? k.tp_gather : 0;
+    const double gathers = k.tp_collectives * (passes * k.tp_gather + sac_gather);
+    c.tp = (c.tp_raw - gathers) * exposed + gathers;
+  }
   // Ring attention: cp-1 exchanges per forward, twice that backward (KV and dKV), under the
   // blockwise attention.
   const double fwd_comm = (x.cp - 1) * k.cp_step, bwd_comm = 2 * fwd_comm;

@@ -1004,6 +1004,32 @@ TEST(EstimateTime, TorchtitanAsyncTpLeavesMoreExposed) {
   EXPECT_NEAR(Term(te, "tp_comm"), 0.3 * Term(EstimateTime(Llama3_70B(), w, l, DgxH100(4)), "tp_comm"), 1e-9);
 }
 
+// With torchao's rowwise scales, async TP fuses only the matmul-reduce-scatters
+// (pytorch/pytorch#149990): the all-gathers stay exposed. Full recomputation: per layer, three
+// passes of two sub-blocks, each pass an all-gather and a reduce-scatter of the same size.
+TEST(EstimateTime, TorchtitanAsyncTpLeavesRowwiseGathersExposed) {
+  Layout l;
+  l.framework = Framework::kTorchtitan;
+  l.dp = 4;
+  l.tp = 8;
+  l.sp = true;
+  l.zero = 3;
+  l.ac = Recompute::kFull;
+  Workload w = Pretrain(8192, 16);
+  w.precision = Dtype::kFp8;
+  w.fp8_recipe = Fp8Recipe::kRowwise;
+  const TimeEstimate off = EstimateTime(Llama3_70B(), w, l, DgxH100(4));
+  l.tp_overlap = true;
+  const TimeEstimate on = EstimateTime(Llama3_70B(), w, l, DgxH100(4));
+  ASSERT_GT(Term(off, "tp_comm"), 0);
+  EXPECT_NEAR(RawTerm(on, "tp_comm"), Term(off, "tp_comm"), 1e-12);
+  EXPECT_NEAR(Term(on, "tp_comm"), (0.5 + 0.5 * 0.6) * Term(off, "tp_comm"), 1e-9);
+  w.fp8_recipe = Fp8Recipe::kTensorwise;  // float8 all-gathers, fused: 0.6 of the whole
+  const TimeEstimate tensorwise = EstimateTime(Llama3_70B(), w, l, DgxH100(4));
+  l.tp_overlap = false;
+  EXPECT_NEAR(Term(tensorwise, "tp_comm"), 0.6 * Term(EstimateTime(Llama3_70B(), w, l, DgxH100(4)), "tp_comm"), 1e-9);
+}
+
 // NeMo's and Megatron-Bridge's performance recipes reduce bf16 main grads
 // (grad_reduce_in_fp32 = False): data parallelism moves half of bare Megatron's fp32 bytes.
 TEST(EstimateTime, NemoReducesBf16Grads) {
