@@ -184,6 +184,12 @@ std::string EstimateText(const Plan& p) {
   else if (p.time.step_seconds > 0)
     out += "step " + Fixed(p.time.step_seconds, 3) + " s, " + Fixed(p.time.tokens_per_second_per_gpu, 0) +
            " tokens/s/GPU, MFU " + Fixed(100 * p.time.mfu, 1) + "%\n";
+  if (p.workload.training() && p.workload.paged_optimizer && p.layout.offload_optimizer == Offload::kNone &&
+      p.layout.offload_params == Offload::kNone)
+    for (const TimeTerm& t : p.time.terms)
+      if (t.name == "offload" && t.seconds > 0)
+        out += "  of which " + Fixed(t.seconds, 3) +
+               " s move the paged optimizer states over PCIe, in and out: they do not fit beside the rest\n";
   out += std::string(e.fits ? "FITS" : "DOES NOT FIT") + ": needs " + FormatBytes(s.required_peak) + " of " +
          FormatBytes(e.capacity_bytes) + ", headroom " + FormatBytes(e.headroom_bytes) + " (required " +
          FormatBytes(e.headroom_required_bytes) + ")\n";

@@ -1030,6 +1030,36 @@ TEST(EstimateTime, TorchtitanAsyncTpLeavesRowwiseGathersExposed) {
   EXPECT_NEAR(Term(tensorwise, "tp_comm"), 0.6 * Term(EstimateTime(Llama3_70B(), w, l, DgxH100(4)), "tp_comm"), 1e-9);
 }
 
+// bitsandbytes' paged states that do not fit beside the caching allocator's reserve cross
+// PCIe in and out every step: Llama-2-7B full fine-tune with 32-bit PagedAdamW on one 24 GB
+// RTX 4090 (torchtune's README at 0217d44: 702 tokens/s) moves its 2 x 4 x 6.74e9 B of states
+// twice; on a 48 GB card the 8-bit states of the same run stay on the GPU.
+TEST(EstimateTime, PagedOptimizerStatesCrossPcieOnceTheyDoNotFit) {
+  ClusterSpec c;
+  c.nodes = 1;
+  c.gpus_per_node = 1;
+  c.gpu = *CatalogGpu("rtx-4090-24gb");
+  c.pcie_bandwidth = 25e9;
+  Layout l;
+  l.framework = Framework::kFsdp;
+  l.stack = Stack::kTorchtune;
+  l.mbs = 4;
+  l.ac = Recompute::kFull;
+  Workload w = Pretrain(2048, 4);
+  w.task = Task::kFinetune;
+  w.optimizer = Optimizer::kAdamW;
+  w.paged_optimizer = true;
+  w.optimizer_in_backward = Setting::kOn;
+  const ModelSpec m = Llama2_7B();
+  const double states = 2.0 * 4 * static_cast<double>(CountParams(m).total);
+  const TimeEstimate paged = EstimateTime(m, w, l, c);
+  EXPECT_NEAR(Term(paged, "offload"), 2 * states / (25e9 * 0.8), 1e-6 * states / 25e9);
+  EXPECT_NEAR(paged.tokens_per_second_per_gpu, 702, 0.25 * 702);
+  w.optimizer = Optimizer::kAdamW8bit;
+  c.gpu = *CatalogGpu("rtx-a6000-48gb");
+  EXPECT_EQ(Term(EstimateTime(m, w, l, c), "offload"), 0);
+}
+
 // NeMo's and Megatron-Bridge's performance recipes reduce bf16 main grads
 // (grad_reduce_in_fp32 = False): data parallelism moves half of bare Megatron's fp32 bytes.
 TEST(EstimateTime, NemoReducesBf16Grads) {
