@@ -488,6 +488,14 @@ TEST(ClusterRejects, GpuOfAnUnlistedSize) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->gpu.memory_bytes, 96'000'000'000LL);
   EXPECT_GT(m->gpu.bf16_flops, 0);
+  // Decimal GB is read as written, and the output says what a card sold by that size holds.
+  ASSERT_FALSE(m->assumed.empty());
+  EXPECT_NE(m->assumed[0].find("gpu memory: '96 GB' read as 89.41 GiB (decimal GB); a card sold as 96 GB holds 96 GiB"),
+            std::string::npos)
+      << m->assumed[0];
+  // The NVL cards' memory as nvidia-smi prints it.
+  EXPECT_EQ(ReadCluster("gpus_per_node: 2\ngpu: H100 NVL\n")->gpu.memory_bytes, 95830LL << 20);
+  EXPECT_EQ(ReadCluster("gpus_per_node: 2\ngpu: H200 NVL\n")->gpu.memory_bytes, 143771LL << 20);
   // New catalog entries by the names sources use.
   for (const auto& [written, key] : {std::pair{"GB200", "gb200-186gb"},
                                      std::pair{"RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-96gb"},
