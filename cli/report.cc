@@ -111,6 +111,7 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"activation_offload", r.activation_offload}, {"loss", LossName(r.loss)}, {"compile", r.compile},
                    {"flash_attention", r.flash_attention}, {"attention_kernel", AttentionKernelName(p, r)},
                    {"main_grad_bytes", r.main_grad_bytes}, {"float8_all_gather", r.float8_all_gather},
+                   {"kbit_prepared", r.kbit_prepared},
                    {"assumed", assumed}};
     if (p.workload.precision == Dtype::kFp8)
       j["recipe"]["fp8_recipe"] = Fp8RecipeName(ResolvedFp8Recipe(p.workload, p.layout));

@@ -362,7 +362,9 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   const bool autocast = AutocastFp32Weights(ctx) && TransformersModules(ctx.m, ctx.l) && !ctx.r.compile && !m.is_hybrid();
   // fp32 training (no autocast) saves every tensor a bf16 run saves in bf16 at 4 B.
   const bool fp32 = ctx.w.precision == Dtype::kFp32 && !autocast;
-  const double input = (autocast || fp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
+  // peft's prepare_model_for_kbit_training leaves the residual stream fp32 (recipe.h).
+  const bool kbit = ctx.r.kbit_prepared && TransformersModules(ctx.m, ctx.l) && !m.is_hybrid();
+  const double input = (autocast || fp32 || kbit ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   if (UnslothKernels(ctx, layer)) return static_cast<int64_t>(std::max(UnslothLayerBytes(ctx, layer, d), input));
   // A hybrid's block runs one mixer: Mamba-2, attention, or an MLP / MoE. Falcon-H1 runs
@@ -402,6 +404,16 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     if (m.has_ffn(layer)) norms += (2 * NormReaders(m, layer, false) - fp32_weight) * sbh;
   }
   double total = attn + mlp + norms;
+  if (kbit && m.has_ffn(layer) && !m.is_moe_layer(layer)) {
+    // The fp32 residual is the norm's input and its own upcast, saved once at 4 B where the
+    // bf16 run keeps a bf16 input and an fp32 upcast; the 4-bit gate and up projections
+    // return fp32, so the MLP's activation input, its output and up's output are 4 B each
+    // (a plain MLP's fc1 output and activation output). The attention projections' outputs
+    // are cast back to bf16 for flash attention, which saves those.
+    const double f = static_cast<double>(m.intermediate) / d.t;
+    const double inner = m.mlp == MlpKind::kGated ? 3 : 2;
+    total += 2 * inner * d.s * d.b * f - (hf_norms ? 2 * block_norms * sbh : 0);
+  }
   if (fp32) {
     // What the bf16 formulas price at 2 B is 4 B here; what they already price in fp32 stays:
     // HF RMSNorm's upcast of its input (now the input itself) and the normalized tensor of a
@@ -573,6 +585,17 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
   // log-softmax, nll_loss's fp32 grad and log_softmax_backward's fp32 output live together
   // (12 B); Megatron's computes its grad in place (about 6 B).
   const bool megatron = MegatronModelCode(ctx.l);
+  // transformers before 4.49 (recipe.h shifted_logits_copy): ForCausalLMLoss copies the
+  // shifted fp32 logits, live beside the upcast through the cross-entropy's forward; in
+  // backward the copy's grad is scattered into a zeroed fp32 tensor of the upcast's shape.
+  // 4 B a logit more each way.
+  if (ctx.r.shifted_logits_copy)
+    return ctx.w.precision == Dtype::kFp32
+               ? LogitBytes{12, 0, 16, "fp32 logits + shifted fp32 copy + saved fp32 log-softmax (transformers < 4.49)",
+                            "saved log-softmax + fp32 grads of the loss and of the shift (transformers < 4.49)"}
+               : LogitBytes{14, 0, 16,
+                            "bf16 logits + fp32 upcast + shifted fp32 copy + fp32 softmax (transformers < 4.49)",
+                            "saved log-softmax + fp32 grads of the loss and of the shift (transformers < 4.49)"};
   // fp32 training: the logits are fp32 already and the upcast returns them as they are.
   if (ctx.w.precision == Dtype::kFp32 && !megatron)
     return {8, 0, 12, "fp32 logits + saved fp32 log-softmax (no upcast in fp32 training)",

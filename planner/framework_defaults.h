@@ -38,6 +38,10 @@ constexpr int32_t kTorchtitanRowwiseOnly = 20260427;
 // wherever cut_cross_entropy is installed; before, the 16-bit logits were whole and
 // fast_cross_entropy_loss wrote their grad over them.
 constexpr int32_t kUnslothCutCrossEntropy = 20241121;
+// transformers v4.49.0 (2025-02-17), the first release with PR 35646: ForCausalLMLoss pads
+// and shifts the labels instead of copying the shifted fp32 logits (logits[..., :-1, :]
+// .contiguous()), which held 4 B a logit more through the loss and its backward.
+constexpr int32_t kTransformersNoShiftedLogitsCopy = 20250217;
 // PyTorch PR 154704 (in nightlies from 2025-06-06, released in 2.8): fully_shard's root honours
 // an explicit reshard_after_forward=True, where it had always kept its params gathered for
 // backward (_fsdp_state.py _lazy_init; PR 155319 keeps that only when the flag is left unset).

@@ -336,8 +336,18 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const bool base_offloaded = shard && l.offload_params != Offload::kNone;
   if (qlora) {
     if (!base_offloaded)  // else the 4-bit base lives in host memory (FSDP cpu_offload, PEFT's QLoRA + FSDP recipe)
-      Add(out, "frozen_base_weights", QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + 2 * root, Phase::kSetup,
-        Phase::kStep, "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head bf16");
+      Add(out, "frozen_base_weights",
+          QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + (ctx.r.kbit_fp32_embeddings ? 4 : 2) * root, Phase::kSetup,
+          Phase::kStep,
+          ctx.r.kbit_fp32_embeddings
+              ? "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head fp32 "
+                "(prepare_model_for_kbit_training)"
+              : "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head bf16");
+    // The fp32 head under fp16 autocast: the matmul's fp16 cast of the weight is what its
+    // input gradient reads, so it lives from the loss's forward to its backward.
+    if (ctx.r.kbit_fp32_embeddings && s.last && !base_offloaded)
+      Add(out, "head_autocast_copy", 2.0 * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp,
+          Phase::kLoss, Phase::kLossBackward, "fp16 autocast copy of the fp32 head, saved for the logits' input gradient");
     Add(out, "dequantized_weight", 2.0 * static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp,
         Phase::kForward, Phase::kBackward, "bitsandbytes dequantizes one weight to bf16 per matmul");
   } else if (!base_offloaded) {

@@ -266,6 +266,25 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
             " layers' GEMMs in BF16: say bf16_layers: {start: 0, end: 0} for a run without it)")
                .c_str());
   r.float8_all_gather = Float8AllGather(w, l);
+  // QLoRA on transformers: TRL's SFTTrainer (and the QLoRA scripts it grew from) calls peft's
+  // prepare_model_for_kbit_training, which casts every 16-bit parameter but the 4-bit blocks
+  // to fp32 (peft utils/other.py: "cast all non INT8 parameters to fp32"). Sharded QLoRA
+  // (FSDP or ZeRO-3, the blocks stored in bnb_4bit_quant_storage) skips it, as TRL does. An
+  // fp32 norm weight times the bf16 normalized tensor is fp32, bitsandbytes' Linear4bit casts
+  // its output back to its input's dtype, and the residual add promotes: the layer inputs the
+  // checkpoints keep and the MLP's intermediates are fp32.
+  const bool low16 = w.precision == Dtype::kBf16 || w.precision == Dtype::kFp16;
+  const bool kbit_default = l.stack == Stack::kHf && w.task == Task::kQlora && l.zero < 3 && low16;
+  r.kbit_prepared = w.kbit_prepare == Setting::kAuto ? kbit_default : w.kbit_prepare == Setting::kOn && w.task == Task::kQlora;
+  r.kbit_fp32_embeddings = r.kbit_prepared && w.precision == Dtype::kFp16;
+  if (kbit_default && w.kbit_prepare == Setting::kAuto)
+    assume(w.precision == Dtype::kFp16
+               ? "kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: norms, embeddings "
+                 "and head in fp32, so the residual stream and the MLP's intermediates are fp32; say kbit_prepare: false "
+                 "for a script that skips it, as LLaMA-Factory does)"
+               : "kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: fp32 norms make the "
+                 "residual stream and the MLP's intermediates fp32, and TRL casts embeddings and head back to bf16; say "
+                 "kbit_prepare: false for a script that skips it, as LLaMA-Factory does)");
   if (r.float8_all_gather && w.fp8_all_gather == Setting::kAuto)
     assume("fp8_all_gather: on (FSDP gathers the float8 linears' weights in float8, as torchtitan's float8 docs and "
            "its 405B config run tensorwise scaling; its bare default gathers bf16: say fp8_all_gather: off)");
@@ -337,6 +356,16 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
                             : "loss: inplace (Unsloth before 2024-11-21 holds the 16-bit logits and writes their grad over "
                               "them)");
     }
+  }
+
+  // transformers' own loss (HF Trainer, TRL, LLaMA-Factory; accelerate's FSDP and DeepSpeed
+  // under them) by the release stated; unstated, the current one.
+  const bool transformers_loss = l.stack == Stack::kHf || (l.stack == Stack::kNative && TransformersModelCode(l));
+  if (transformers_loss && r.loss == LossKind::kStandard && w.training()) {
+    r.shifted_logits_copy = w.release > 0 && w.release < defaults::kTransformersNoShiftedLogitsCopy;
+    if (w.release == 0)
+      assume("loss: transformers 4.49 or later (earlier releases copy the shifted fp32 logits, 4 B a logit more through "
+             "the loss: say release: with your transformers' date)");
   }
 
   if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kMegatron)

@@ -39,6 +39,16 @@ struct TrainingRecipe {
                                      // (torchtitan before 2025-07-28)
   bool float8_all_gather = false;    // FSDP gathers the float8 linears' weights in float8
                                      // (Float8AllGather below)
+  // QLoRA on transformers through peft's prepare_model_for_kbit_training, which casts every
+  // 16-bit parameter that is not a 4-bit block to fp32: the norms' weights among them, so each
+  // norm's output is fp32, every bitsandbytes 4-bit Linear casts its output back to its fp32
+  // input's dtype, and the residual stream runs in fp32 from the first MLP on.
+  bool kbit_prepared = false;
+  // ... and the embeddings and head stay fp32 too: TRL's SFTTrainer casts them back to bf16
+  // for bf16 runs (peft_module_casting_to_bf16), not for fp16 ones.
+  bool kbit_fp32_embeddings = false;
+  // transformers' loss before v4.49 copies the shifted fp32 logits (WholeLogitBytes).
+  bool shifted_logits_copy = false;
 };
 
 // What vLLM's startup profile runs before it sizes the KV pool: a forward over `tokens`

@@ -128,6 +128,9 @@ struct Workload {
   Setting grad_reduce_fp32 = Setting::kAuto;       // Megatron's main grads, kept and reduced in fp32
   Setting overlap_comm = Setting::kAuto;           // DeepSpeed ZeRO: reduce under backward, double IPG buffer
   Setting flash_attention = Setting::kAuto;        // fused (flash) attention; off: the softmax is materialized
+  // QLoRA through peft's prepare_model_for_kbit_training (TRL's SFTTrainer calls it): every
+  // 16-bit parameter cast to fp32 (TrainingRecipe::kbit_prepared).
+  Setting kbit_prepare = Setting::kAuto;
   // The framework release the run used, by its date: yyyymmdd, with dd = 00 when only the month
   // was given (it then sorts before every dated release of that month); 0 = not stated. Picks
   // the defaults that changed between releases (ReleaseAtLeast below).

@@ -1,4 +1,5 @@
 // The memory model against the seed examples and the formulas of memory-model.md, with
+#include <algorithm>
 #include <numeric>
 // every expected value derived here from its source.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "planner/recipe.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
+#include "topology/gpu_catalog.h"
 
 namespace shardplan {
 namespace {
@@ -222,6 +224,97 @@ TEST(Memory, UnslothKernelsKeepLessThanTransformers) {
   const MemoryEstimate e = EstimateMemory(m, w, l, c);
   EXPECT_EQ(Term(e, "recompute_layer"), static_cast<int64_t>(sb * 110728));
   EXPECT_EQ(Term(e, "activation_gradients"), static_cast<int64_t>(sb * (2 * 8192 + 8192 + 28672)));
+}
+
+// QLoRA through TRL and peft's prepare_model_for_kbit_training: the norms' weights in fp32
+// make the residual stream fp32 (the checkpoint of every layer 4 B per hidden unit where a
+// bf16 run keeps 2) and the 4-bit gate and up projections return fp32 (the MLP's three
+// intermediates 4 B each, less the bf16 norm inputs the fp32 residual replaces).
+// Llama-3.1-8B at 4,096 tokens, all seven projections adapted.
+TEST(Memory, PeftKbitPreparationKeepsTheResidualInFp32) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-a100");
+  c.gpus_per_node = 1;
+  Workload w = Train(4096, 1);
+  w.task = Task::kQlora;
+  w.lora.rank = 32;
+  w.lora.targets = {"all-linear"};
+  const Layout l = Resolve(m, w, c, "framework=hf,dp=1");
+  std::vector<std::string> assumed;
+  const TrainingRecipe r = ResolveRecipe(m, w, l, &assumed);
+  EXPECT_TRUE(r.kbit_prepared);
+  EXPECT_FALSE(r.kbit_fp32_embeddings);
+  EXPECT_NE(std::find_if(assumed.begin(), assumed.end(), [](const std::string& a) { return a.rfind("kbit_prepare: true", 0) == 0; }),
+            assumed.end());
+  Workload plain = w;
+  plain.kbit_prepare = Setting::kOff;
+  const MemoryEstimate kbit = EstimateMemory(m, w, l, c), bare = EstimateMemory(m, plain, l, c);
+  EXPECT_EQ(Term(kbit, "activations"), 32LL * 4096 * 4096 * 4);
+  EXPECT_EQ(Term(bare, "activations"), 32LL * 4096 * 4096 * 2);
+  EXPECT_EQ(Term(kbit, "recompute_layer") - Term(bare, "recompute_layer"), 4096LL * (6 * 14336 - 2 * 2 * 4096));
+  // fp16: TRL casts embeddings and head back to bf16 only for bf16 runs, so they stay fp32, and
+  // the fp16 autocast copy of the head lives from the loss to its backward.
+  Workload half = w;
+  half.precision = Dtype::kFp16;
+  Workload half_plain = half;
+  half_plain.kbit_prepare = Setting::kOff;
+  const MemoryEstimate h = EstimateMemory(m, half, l, c), hb = EstimateMemory(m, half_plain, l, c);
+  EXPECT_EQ(Term(h, "frozen_base_weights") - Term(hb, "frozen_base_weights"), 2 * (2LL * 128256 * 4096 + 4096));  // + final norm
+  EXPECT_EQ(Term(h, "head_autocast_copy"), 2LL * 128256 * 4096);
+  // Sharded QLoRA (FSDP, the blocks in bnb_4bit_quant_storage) skips the preparation, as TRL does.
+  ClusterSpec two = c;
+  two.gpus_per_node = 2;
+  Workload pair = w;
+  pair.global_batch = 2;
+  EXPECT_FALSE(ResolveRecipe(m, pair, Resolve(m, pair, two, "framework=fsdp,dp=2,zero=3")).kbit_prepared);
+}
+
+// Unsloth's README context-length table (e3162dc5bf, 2025-01-14), its "Hugging Face + FA2"
+// column: Llama 3.1 8B Instruct, 4-bit QLoRA on all seven projections at rank 32, batch 1,
+// sequences padded to the length: 12,264 tokens on a 40 GB A100 and 28,454 on an 80 GB one.
+// transformers of that date (4.48) still copied the shifted fp32 logits. The longest sequence
+// whose needed memory fits the card lands within 5% of both.
+TEST(Memory, UnslothReadmeHfQloraMaxContext) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w = Train(1024, 1);
+  w.task = Task::kQlora;
+  w.lora.rank = 32;
+  w.lora.targets = {"all-linear"};
+  w.release = 20250114;
+  for (const auto& [gpu, published] : {std::pair<const char*, int64_t>{"a100-sxm-40gb", 12264}, {"a100-sxm-80gb", 28454}}) {
+    ClusterSpec c = Cluster("dgx-a100");
+    c.gpus_per_node = 1;
+    auto g = CatalogGpu(gpu);
+    ASSERT_TRUE(g.ok());
+    c.gpu = *g;
+    int64_t lo = 256, hi = 1 << 17;
+    while (hi - lo > 16) {
+      const int64_t mid = (lo + hi) / 2;
+      w.seq_len = mid;
+      const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=hf,dp=1"), c);
+      (e.fullest().required_peak <= e.capacity_bytes ? lo : hi) = mid;
+    }
+    EXPECT_NEAR(static_cast<double>(lo), static_cast<double>(published), 0.05 * published) << gpu;
+  }
+}
+
+// transformers before 4.49 (PR 35646) copied the shifted fp32 logits in ForCausalLMLoss: 4 B a
+// logit more in the loss's forward and in its backward.
+TEST(Memory, TransformersLossCopiedTheShiftedLogitsBefore449) {
+  const ModelSpec m = Model("llama-3.1-8b");
+  ClusterSpec c = Cluster("dgx-a100");
+  c.gpus_per_node = 1;
+  Workload w = Train(4096, 1);
+  w.task = Task::kLora;
+  const Layout l = Resolve(m, w, c, "framework=hf,dp=1");
+  Workload old = w;
+  old.release = 20250114;
+  const MemoryEstimate now = EstimateMemory(m, w, l, c), before = EstimateMemory(m, old, l, c);
+  const int64_t logits = 4096LL * 128256;
+  EXPECT_EQ(Term(before, "logits_and_loss") - Term(now, "logits_and_loss"), 4 * logits);
+  EXPECT_EQ(Term(before, "logits_grad") - Term(now, "logits_grad"), 4 * logits);
+  old.release = 20250217;  // v4.49.0
+  EXPECT_EQ(Term(EstimateMemory(m, old, l, c), "logits_and_loss"), Term(now, "logits_and_loss"));
 }
 
 // Falcon-H1's parallel layer keeps what its attention and its Mamba-2 mixer each save, but
