@@ -363,7 +363,7 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   const bool transformers_loss = l.stack == Stack::kHf || (l.stack == Stack::kNative && TransformersModelCode(l));
   if (transformers_loss && r.loss == LossKind::kStandard && w.training()) {
     r.shifted_logits_copy = w.release > 0 && w.release < defaults::kTransformersNoShiftedLogitsCopy;
-    if (w.release == 0)
+    if (w.release == 0 && l.stack == Stack::kHf)
       assume("loss: transformers 4.49 or later (earlier releases copy the shifted fp32 logits, 4 B a logit more through "
              "the loss: say release: with your transformers' date)");
   }

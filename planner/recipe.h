@@ -41,8 +41,10 @@ struct TrainingRecipe {
                                      // (Float8AllGather below)
   // QLoRA on transformers through peft's prepare_model_for_kbit_training, which casts every
   // 16-bit parameter that is not a 4-bit block to fp32: the norms' weights among them, so each
-  // norm's output is fp32, every bitsandbytes 4-bit Linear casts its output back to its fp32
-  // input's dtype, and the residual stream runs in fp32 from the first MLP on.
+  // norm's output is fp32 (Llama's, Qwen's, Mistral's RMSNorm multiply by the weight last;
+  // Gemma's and OLMo 2's cast back to their input's dtype), every bitsandbytes 4-bit Linear
+  // casts its output back to its fp32 input's dtype, and the residual stream runs in fp32 from
+  // the first MLP on.
   bool kbit_prepared = false;
   // ... and the embeddings and head stay fp32 too: TRL's SFTTrainer casts them back to bf16
   // for bf16 runs (peft_module_casting_to_bf16), not for fp16 ones.

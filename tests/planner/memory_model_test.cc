@@ -261,6 +261,12 @@ TEST(Memory, PeftKbitPreparationKeepsTheResidualInFp32) {
   const MemoryEstimate h = EstimateMemory(m, half, l, c), hb = EstimateMemory(m, half_plain, l, c);
   EXPECT_EQ(Term(h, "frozen_base_weights") - Term(hb, "frozen_base_weights"), 2 * (2LL * 128256 * 4096 + 4096));  // + final norm
   EXPECT_EQ(Term(h, "head_autocast_copy"), 2LL * 128256 * 4096);
+  // Gemma's norm casts its output back to its input's dtype: its residual stays bf16.
+  const ModelSpec gemma = Model("gemma-2-9b");
+  const Layout gl = Resolve(gemma, w, c, "framework=hf,dp=1");
+  Workload gemma_plain = w;
+  gemma_plain.kbit_prepare = Setting::kOff;
+  EXPECT_EQ(Term(EstimateMemory(gemma, w, gl, c), "activations"), Term(EstimateMemory(gemma, gemma_plain, gl, c), "activations"));
   // Sharded QLoRA (FSDP, the blocks in bnb_4bit_quant_storage) skips the preparation, as TRL does.
   ClusterSpec two = c;
   two.gpus_per_node = 2;
