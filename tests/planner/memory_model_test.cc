@@ -44,6 +44,13 @@ int64_t Term(const MemoryEstimate& e, const std::string& name) {
   return 0;
 }
 
+// One A100 80GB of a DGX A100: the one-GPU fine-tunes' card.
+ClusterSpec OneA100() {
+  ClusterSpec c = Cluster("dgx-a100");
+  c.gpus_per_node = 1;
+  return c;
+}
+
 Workload Train(int64_t seq, int64_t batch, Dtype precision = Dtype::kBf16) {
   Workload w;
   w.seq_len = seq;
@@ -65,8 +72,7 @@ Workload Serve(int64_t prompt, double util) {
 // Seed: full fp32 AdamW training of a 7B model needs at least 16 B/param before activations.
 TEST(Seed, Fp32AdamWNeedsSixteenBytesPerParam) {
   ModelSpec m = Model("llama-2-7b");
-  ClusterSpec c = Cluster("dgx-a100");
-  c.gpus_per_node = 1;
+  const ClusterSpec c = OneA100();
   Workload w = Train(2048, 1, Dtype::kFp32);
   MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=fsdp"), c);
   const int64_t states = Term(e, "parameters") + Term(e, "gradients") + Term(e, "optimizer_states");
@@ -200,8 +206,7 @@ TEST(Memory, HybridBlocks) {
 // input grad (28,672) come on top of the two residual grads.
 TEST(Memory, UnslothKernelsKeepLessThanTransformers) {
   const ModelSpec m = Model("llama-3.1-8b");
-  ClusterSpec c = Cluster("dgx-a100");
-  c.gpus_per_node = 1;
+  const ClusterSpec c = OneA100();
   Workload w = Train(4096, 1);
   w.task = Task::kQlora;
   const double sb = 4096;
@@ -233,8 +238,7 @@ TEST(Memory, UnslothKernelsKeepLessThanTransformers) {
 // Llama-3.1-8B at 4,096 tokens, all seven projections adapted.
 TEST(Memory, PeftKbitPreparationKeepsTheResidualInFp32) {
   const ModelSpec m = Model("llama-3.1-8b");
-  ClusterSpec c = Cluster("dgx-a100");
-  c.gpus_per_node = 1;
+  const ClusterSpec c = OneA100();
   Workload w = Train(4096, 1);
   w.task = Task::kQlora;
   w.lora.rank = 32;
@@ -308,8 +312,7 @@ TEST(Memory, UnslothReadmeHfQloraMaxContext) {
 // logit more in the loss's forward and in its backward.
 TEST(Memory, TransformersLossCopiedTheShiftedLogitsBefore449) {
   const ModelSpec m = Model("llama-3.1-8b");
-  ClusterSpec c = Cluster("dgx-a100");
-  c.gpus_per_node = 1;
+  const ClusterSpec c = OneA100();
   Workload w = Train(4096, 1);
   w.task = Task::kLora;
   const Layout l = Resolve(m, w, c, "framework=hf,dp=1");

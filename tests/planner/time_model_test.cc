@@ -982,15 +982,21 @@ TEST(EstimateTime, LayoutAndRecipeSwitches) {
   EXPECT_LT(compiled.step_seconds, eager.step_seconds);
 }
 
-// torchtitan's async TP hides less of the TP traffic than TE's userbuffers overlap: its own
-// A/B runs (Llama 3.1 8B and 70B, FSDP x TP 8, with and without it) saved 21-56% of it.
-TEST(EstimateTime, TorchtitanAsyncTpLeavesMoreExposed) {
+// torchtitan's 2D layout over four DGX H100s: FSDP 4 x TP 8 with sequence parallelism.
+Layout TorchtitanFsdp4Tp8() {
   Layout l;
   l.framework = Framework::kTorchtitan;
   l.dp = 4;
   l.tp = 8;
   l.sp = true;
   l.zero = 3;
+  return l;
+}
+
+// torchtitan's async TP hides less of the TP traffic than TE's userbuffers overlap: its own
+// A/B runs (Llama 3.1 8B and 70B, FSDP x TP 8, with and without it) saved 21-56% of it.
+TEST(EstimateTime, TorchtitanAsyncTpLeavesMoreExposed) {
+  Layout l = TorchtitanFsdp4Tp8();
   const Workload w = Pretrain(8192, 16);
   const TimeEstimate off = EstimateTime(Llama3_70B(), w, l, DgxH100(4));
   l.tp_overlap = true;
@@ -1008,12 +1014,7 @@ TEST(EstimateTime, TorchtitanAsyncTpLeavesMoreExposed) {
 // (pytorch/pytorch#149990): the all-gathers stay exposed. Full recomputation: per layer, three
 // passes of two sub-blocks, each pass an all-gather and a reduce-scatter of the same size.
 TEST(EstimateTime, TorchtitanAsyncTpLeavesRowwiseGathersExposed) {
-  Layout l;
-  l.framework = Framework::kTorchtitan;
-  l.dp = 4;
-  l.tp = 8;
-  l.sp = true;
-  l.zero = 3;
+  Layout l = TorchtitanFsdp4Tp8();
   l.ac = Recompute::kFull;
   Workload w = Pretrain(8192, 16);
   w.precision = Dtype::kFp8;
