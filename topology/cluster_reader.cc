@@ -134,8 +134,9 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
       const std::string v = mem.Scalar();
       const size_t unit = v.find_first_not_of("0123456789. ");
       if (unit != std::string::npos && unit > 0 && v.substr(unit) == "GB")
-        c.assumed.push_back("gpu memory: '" + v + "' read as " + FormatBytes(c.gpu.memory_bytes) + " (decimal GB); a card sold as " +
-                            v + " holds " + v.substr(0, v.find_last_not_of(' ', unit - 1) + 1) +
+        c.assumed.push_back("gpu memory: '" + v + "' read as " + FormatBytes(c.gpu.memory_bytes) +
+                            " (decimal GB); a card sold as " + v + " holds " +
+                            v.substr(0, v.find_last_not_of(' ', unit - 1) + 1) +
                             " GiB unless ECC takes a share of it (HBM cards and GeForce lose none): write GiB for those");
     }
     // A mapping that names a catalog GPU and states only its memory ({name: H100 96GB,
