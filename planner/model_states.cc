@@ -339,10 +339,9 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
       Add(out, "frozen_base_weights",
           QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + (ctx.r.kbit_fp32_embeddings ? 4 : 2) * root, Phase::kSetup,
           Phase::kStep,
-          ctx.r.kbit_fp32_embeddings
-              ? "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head fp32 "
-                "(prepare_model_for_kbit_training)"
-              : "NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head bf16");
+          (std::string("NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head ") +
+              (ctx.r.kbit_fp32_embeddings ? "fp32 (prepare_model_for_kbit_training)" : "bf16"))
+              .c_str());
     // The fp32 head under fp16 autocast: the matmul's fp16 cast of the weight is what its
     // input gradient reads, so it lives from the loss's forward to its backward.
     if (ctx.r.kbit_fp32_embeddings && s.last && !base_offloaded)

@@ -278,13 +278,13 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   r.kbit_prepared = w.kbit_prepare == Setting::kAuto ? kbit_default : w.kbit_prepare == Setting::kOn && w.task == Task::kQlora;
   r.kbit_fp32_embeddings = r.kbit_prepared && w.precision == Dtype::kFp16;
   if (kbit_default && w.kbit_prepare == Setting::kAuto)
-    assume(w.precision == Dtype::kFp16
-               ? "kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: norms, embeddings "
-                 "and head in fp32, so the residual stream and the MLP's intermediates are fp32; say kbit_prepare: false "
-                 "for a script that skips it, as LLaMA-Factory does)"
-               : "kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: fp32 norms make the "
-                 "residual stream and the MLP's intermediates fp32, and TRL casts embeddings and head back to bf16; say "
-                 "kbit_prepare: false for a script that skips it, as LLaMA-Factory does)");
+    assume((std::string("kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: ") +
+            (r.kbit_fp32_embeddings ? "norms, embeddings and head in fp32, so the residual stream and the MLP's "
+                                      "intermediates are fp32"
+                                    : "fp32 norms make the residual stream and the MLP's intermediates fp32, and TRL "
+                                      "casts embeddings and head back to bf16") +
+            "; say kbit_prepare: false for a script that skips it, as LLaMA-Factory does)")
+               .c_str());
   if (r.float8_all_gather && w.fp8_all_gather == Setting::kAuto)
     assume("fp8_all_gather: on (FSDP gathers the float8 linears' weights in float8, as torchtitan's float8 docs and "
            "its 405B config run tensorwise scaling; its bare default gathers bf16: say fp8_all_gather: off)");

@@ -131,12 +131,11 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     // A card's "80GB" is binary (an 80GB A100 holds 81,920 MiB), a unit's GB decimal. The
     // memory is read as written, and the output says what a card's size would be.
     if (const YAML::Node mem = gpu["memory"]; mem.IsScalar()) {
-      const std::string v = mem.Scalar();
-      const size_t unit = v.find_first_not_of("0123456789. ");
-      if (unit != std::string::npos && unit > 0 && v.substr(unit) == "GB")
+      const std::string& v = mem.Scalar();  // parsed already: a number, then its unit
+      if (v.size() > 2 && v.compare(v.size() - 2, 2, "GB") == 0)
         c.assumed.push_back("gpu memory: '" + v + "' read as " + FormatBytes(c.gpu.memory_bytes) +
                             " (decimal GB); a card sold as " + v + " holds " +
-                            v.substr(0, v.find_last_not_of(' ', unit - 1) + 1) +
+                            ShortestNumber(static_cast<double>(c.gpu.memory_bytes) / 1e9) +
                             " GiB unless ECC takes a share of it (HBM cards and GeForce lose none): write GiB for those");
     }
     // A mapping that names a catalog GPU and states only its memory ({name: H100 96GB,
