@@ -31,7 +31,11 @@ What it runs, per framework (the layout's `framework=`):
 - hf: one GPU (dp = tp = 1), a plain training loop: the model in fp32 under bf16 autocast
   (`master_weights: fp32`, HF Trainer's mixed precision) or in the workload's dtype; under
   LoRA the frozen base in the workload's dtype and the adapters in fp32 (peft's
-  autocast_adapter_dtype), under the same autocast.
+  autocast_adapter_dtype), under the same autocast. QLoRA (`task: qlora`) is the same with
+  every decoder Linear a bitsandbytes NF4 Linear4bit (block 64, double-quantized scales, bf16
+  compute), each wrapped as peft's LoRA Linear4bit wraps it; with `kbit_prepare` (true unless
+  stated) what TRL's SFTTrainer does first: peft's prepare_model_for_kbit_training casts every
+  16-bit parameter to fp32, then TRL casts the embeddings and head back to bf16.
 Recomputation: `ac=full` wraps every decoder layer in a non-reentrant checkpoint;
 `ac=selective` is torchtitan's per-op policy (keep every other matmul's output, attention's
 outputs and reduce-scatters). The loss is the standard one, cross-entropy on fp32-upcast
@@ -40,8 +44,9 @@ logits (`loss: standard`), or torchtune's chunked one (`loss: chunked`, 8 chunks
 Decoder models in the llama layout of transformers (model.model.embed_tokens, .layers, .norm,
 .rotary_emb and lm_head: llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, ...) are
 supported; anything else, and pipeline, context or expert parallelism, exit 2 naming why.
-Needs torch and transformers (and PyYAML, which transformers brings); 8-bit AdamW needs
-bitsandbytes.
+Needs torch and transformers (and PyYAML, which transformers brings); QLoRA and the 8-bit and
+paged optimizers (adamw-8bit, paged-adamw, paged-adamw-8bit) need bitsandbytes, and the paged
+ones a CUDA device.
 """
 import argparse
 import contextlib
@@ -56,6 +61,7 @@ import types
 import yaml
 
 INPUTS = ("config.json", "cluster.yaml", "workload.yaml", "layout.txt")
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit", "paged-adamw", "paged-adamw-8bit")
 
 # Terms a one-GPU rehearsal under the fake process group cannot show, by what replaces them.
 LEFT_OUT = [
@@ -174,9 +180,12 @@ class Run:
         if self.framework == "torchtune" and self.tp != 1:
             raise RunError(f"{folder}/layout.txt: torchtune layouts run with tp=1 here")
         self.task = w.get("task", "pretrain")
-        if self.task not in ("pretrain", "finetune", "lora", "inference"):
-            raise RunError(f"{folder}/workload.yaml: task {self.task!r}: expected pretrain, finetune, lora or "
+        if self.task not in ("pretrain", "finetune", "lora", "qlora", "inference"):
+            raise RunError(f"{folder}/workload.yaml: task {self.task!r}: expected pretrain, finetune, lora, qlora or "
                            "inference")
+        if self.task == "qlora" and self.framework != "hf":
+            raise RunError(f"{folder}/layout.txt: QLoRA runs as framework=hf on one GPU here")
+        self.kbit = self.task == "qlora" and str(w.get("kbit_prepare", "true")).lower() in ("true", "on", "yes")
         self.release = release_of(folder, w)
         if self.task == "inference":
             self.read_serving(folder, w)
@@ -192,9 +201,9 @@ class Run:
         # adamw_torch (HF Trainer's name) is torch's foreach AdamW, the only AdamW step run here.
         named = w.get("optimizer", "adamw")
         self.optimizer = "adamw" if named == "adamw_torch" else named
-        if self.optimizer not in ("adamw", "adam", "sgd", "sgd-momentum", "adamw-8bit"):
-            raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw_torch, adamw, adam, "
-                           "sgd, sgd-momentum or adamw-8bit")
+        if self.optimizer not in OPTIMIZERS:
+            raise RunError(f"{folder}/workload.yaml: optimizer {self.optimizer!r}: expected adamw_torch or one of "
+                           f"{', '.join(OPTIMIZERS)}")
         self.loss = w.get("loss", "standard")
         if self.loss not in ("standard", "chunked"):
             raise RunError(f"{folder}/workload.yaml: loss {self.loss!r}: expected standard or chunked")
@@ -203,13 +212,14 @@ class Run:
         for key in ("compile", "activation_offload", "optimizer_in_backward"):
             if str(w.get(key, "false")).lower() in ("true", "on", "yes"):
                 raise RunError(f"{folder}/workload.yaml: {key} is not rehearsed by the harness")
-        if self.task == "lora" and self.tp != 1:
+        if self.task in ("lora", "qlora") and self.tp != 1:
             raise RunError(f"{folder}/layout.txt: LoRA runs with tp=1 here")
         self.custom_sharded = self.read_custom_sharded(folder, w)
         lora = w.get("lora") or {}
-        self.lora_rank = int(lora.get("rank", 8)) if self.task == "lora" else 0
+        adapters = self.task in ("lora", "qlora")
+        self.lora_rank = int(lora.get("rank", 8)) if adapters else 0
         # shardplan's default targets: every linear of the layer under llama's seven names.
-        self.lora_targets = list(lora.get("targets", LLAMA_LINEARS)) if self.task == "lora" else []
+        self.lora_targets = list(lora.get("targets", LLAMA_LINEARS)) if adapters else []
 
     def read_custom_sharded(self, folder, w):
         """torchtune's custom_sharded_layers: as stated, or what its full fine-tune configs for the
@@ -270,7 +280,7 @@ def build_model(run, torch, device):
         raise RunError(f"{run.folder}/config.json: tied embeddings under tp > 1 are not rehearsed")
     # A LoRA run's base is frozen: it loads in the workload's precision (transformers 5 loads
     # the checkpoint's dtype unless told otherwise) and only the adapters train in fp32.
-    master_fp32 = run.master == "fp32" and run.task != "lora"
+    master_fp32 = run.master == "fp32" and run.task not in ("lora", "qlora")
     store = torch.float32 if (run.precision == "fp32" or master_fp32) else torch.bfloat16
     if run.task == "inference":
         store = torch.float16 if run.weights == "fp16" else torch.bfloat16
@@ -440,6 +450,11 @@ def torchtitan_code(model, config, device, torch):
     model.model.norm.forward = types.MethodType(rms_norm, model.model.norm)
 
 
+# lora_alpha / r. The value moves no byte; peft's default (alpha 8 over rank 8) is 1, common
+# recipes set alpha to twice the rank.
+LORA_SCALING = 2.0
+
+
 def add_lora(run, model, torch, adapter_dtype):
     """Freezes the base and puts rank-r A and B beside every targeted Linear, as peft does:
     in fp32 for hf (peft's autocast_adapter_dtype), in the model's dtype for torchtune."""
@@ -456,6 +471,20 @@ def add_lora(run, model, torch, adapter_dtype):
         def forward(self, x):
             return self.base(x) + self.lora_b(self.lora_a(x.to(self.lora_a.weight.dtype))).to(x.dtype)
 
+    class QLoraLinear(LoraLinear):
+        """peft's LoRA Linear4bit forward (peft/tuners/lora/bnb.py, 0.21): the base's output
+        cloned ("defensively", for 4-bit), the adapters' output scaled and added; under autocast
+        x goes to the adapters as it is. The base is a bitsandbytes Linear4bit, which computes
+        in bf16 and returns its input's dtype."""
+
+        def forward(self, x):
+            result = self.base(x).clone()
+            if torch.is_autocast_enabled():
+                return result + self.lora_b(self.lora_a(x)) * LORA_SCALING
+            out = self.lora_b(self.lora_a(x.to(self.lora_a.weight.dtype))) * LORA_SCALING
+            return result + out.to(result.dtype)
+
+    wrapper = QLoraLinear if run.task == "qlora" else LoraLinear
     for p in model.parameters():
         p.requires_grad_(False)
     hits = 0
@@ -464,7 +493,7 @@ def add_lora(run, model, torch, adapter_dtype):
             leaf = name.rsplit(".", 1)[-1]
             if isinstance(module, nn.Linear) and ("all-linear" in run.lora_targets or leaf in run.lora_targets):
                 parent = layer.get_submodule(name.rsplit(".", 1)[0]) if "." in name else layer
-                setattr(parent, leaf, LoraLinear(module, run.lora_rank, adapter_dtype))
+                setattr(parent, leaf, wrapper(module, run.lora_rank, adapter_dtype))
                 hits += 1
     if hits == 0:
         raise RunError(f"{run.folder}/workload.yaml: lora.targets {run.lora_targets} match no Linear of the model")
@@ -582,6 +611,69 @@ def apply_fsdp(run, model, mesh, torch):
     fully_shard(model, **kw)
 
 
+def quantized_bases(run, model):
+    """QLoRA: the Linear each adapter wraps, taken out of the module tree before the model is
+    materialized, so that no bf16 copy of the base is made whole on the device; quantize_bases
+    puts each back as NF4."""
+    if run.task != "qlora":
+        return []
+    taken = []
+    for mod in model.modules():
+        if type(mod).__name__ == "QLoraLinear":
+            taken.append((mod, mod.base))
+            mod._modules["base"] = None
+    return taken
+
+
+def quantize_bases(taken, device, torch):
+    """Each taken Linear as a bitsandbytes Linear4bit, quantized from a random bf16 weight one
+    at a time, as transformers' loader quantizes a checkpoint's tensors: NF4 in blocks of 64
+    with double-quantized scales (bnb_4bit_use_double_quant, as QLoRA's recipes set it), bf16
+    compute, uint8 storage."""
+    if not taken:
+        return
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        raise RunError("task qlora needs bitsandbytes, which is not installed") from None
+    for mod, linear in taken:
+        q = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=False, compute_dtype=torch.bfloat16,
+                              compress_statistics=True, quant_type="nf4", quant_storage=torch.uint8, device="meta")
+        w = torch.empty(linear.out_features, linear.in_features, dtype=torch.bfloat16, device=device)
+        w.normal_(0.0, 0.02)
+        q.weight = bnb.nn.Params4bit(w, requires_grad=False, compress_statistics=True, quant_type="nf4",
+                                     blocksize=64, quant_storage=torch.uint8, module=q).to(device)
+        del w
+        mod.base = q
+
+
+def prepare_kbit(run, model, device, torch):
+    """What TRL's SFTTrainer does to a 4-bit model before training: peft's
+    prepare_model_for_kbit_training casts every fp16/bf16 parameter but the 4-bit blocks to fp32
+    and empties the allocator's cache (peft/utils/other.py, 0.21); for a bf16 run TRL's
+    peft_module_casting_to_bf16 then casts the embeddings and head back, and leaves the norms
+    fp32."""
+    for p in model.parameters():
+        if p.dtype in (torch.float16, torch.bfloat16) and type(p).__name__ != "Params4bit":
+            p.data = p.data.to(torch.float32)
+    if run.precision == "bf16":
+        for mod in {id(m): m for m in (model.model.embed_tokens, model.lm_head)}.values():
+            mod.to(torch.bfloat16)
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def parameter_count(p):
+    """Elements of a parameter as the model defines it: a 4-bit weight's, not its packed bytes'."""
+    state = getattr(p, "quant_state", None)
+    if state is not None and getattr(state, "shape", None) is not None:
+        n = 1
+        for d in state.shape:
+            n *= d
+        return n
+    return (p.to_local() if hasattr(p, "to_local") else p).numel()
+
+
 def materialize(model, device, torch):
     # to_empty gives every module its own new tensor, which unties a head shared with the
     # embedding unless FSDP holds them as one parameter: remember who shared what, and share
@@ -623,9 +715,13 @@ def make_optimizer(run, model, torch):
     try:
         import bitsandbytes as bnb
     except ImportError:
-        raise RunError(f"{run.folder}/workload.yaml: optimizer adamw-8bit needs bitsandbytes, which is not "
+        raise RunError(f"{run.folder}/workload.yaml: optimizer {run.optimizer} needs bitsandbytes, which is not "
                        "installed") from None
-    return bnb.optim.AdamW8bit(params, lr=1e-5)
+    # The paged ones keep their states in CUDA unified memory, which the driver evicts to the
+    # host when the device runs short (bitsandbytes' PagedAdamW, PagedAdamW8bit).
+    cls = {"adamw-8bit": bnb.optim.AdamW8bit, "paged-adamw": bnb.optim.PagedAdamW,
+           "paged-adamw-8bit": bnb.optim.PagedAdamW8bit}[run.optimizer]
+    return cls(params, lr=1e-5)
 
 
 # ---- One training step ----
@@ -727,7 +823,7 @@ def measure(run, device_name, steps):
         wrap_checkpoint(run, model, torch)
         if run.dp > 1:
             apply_fsdp(run, model, mesh["dp"], torch)
-        fits, oom_at, local_params, generate_trace = True, None, None, None
+        fits, oom_at, local_params, generate_trace, profile = True, None, None, None, None
         started = time.time()
         phase = "setup"
         # Where each phase ends: the bytes still allocated and the peak so far (never reset, so
@@ -751,8 +847,12 @@ def measure(run, device_name, steps):
                     live_blocks.extend(live_blocks_now(torch))
         live_blocks = []
         try:
+            taken = quantized_bases(run, model)
             materialize(model, device, torch)
-            local_params = sum((p.to_local() if hasattr(p, "to_local") else p).numel() for p in model.parameters())
+            quantize_bases(taken, device, torch)
+            if run.kbit:
+                prepare_kbit(run, model, device, torch)
+            local_params = sum(parameter_count(p) for p in model.parameters())
             mark("setup")
             if run.task == "inference":
                 phase = "generate"
@@ -767,11 +867,16 @@ def measure(run, device_name, steps):
                 if cuda:
                     torch.cuda.synchronize()
                 step_started = time.time()
-                for _ in range(run.grad_accum):
-                    forward_backward(run, model, config.vocab_size, device, torch, mark)
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-                mark("step")
+                profiling = PROFILE and step == steps - 1
+                profiler = torch.profiler.profile() if profiling else contextlib.nullcontext()
+                with profiler:
+                    for _ in range(run.grad_accum):
+                        forward_backward(run, model, config.vocab_size, device, torch, mark)
+                    optimizer.step()
+                    optimizer.zero_grad(set_to_none=True)
+                    mark("step")
+                if profiling:
+                    profile = kernel_table(profiler, cuda)
                 if cuda:
                     torch.cuda.synchronize()
                 # This rank's compute alone: the fake process group moves no data.
@@ -797,6 +902,8 @@ def measure(run, device_name, steps):
             record["generate_trace"] = generate_trace
         if live_blocks:
             record["live_blocks"] = live_blocks
+        if profile:
+            record["profile_last_step"] = profile
         if cuda and TRACE_EVENTS:
             record["allocator_events"] = allocator_events(torch)
         if cuda and run.framework == "torchtitan":
@@ -853,6 +960,24 @@ EXPERTS = os.environ.get("CALIBRATE_EXPERTS", "")
 MOE_CODE = os.environ.get("CALIBRATE_MOE", "")
 TRACE_EVENTS = os.environ.get("CALIBRATE_TRACE_EVENTS", "") == "1"
 PERTURB = os.environ.get("CALIBRATE_PERTURB", "")
+# CALIBRATE_PROFILE=1 profiles the last step (torch.profiler) and keeps its operators' device
+# times in the record (profile_last_step); that step's own time is then slowed by the profiler.
+PROFILE = os.environ.get("CALIBRATE_PROFILE", "") == "1"
+
+
+def kernel_table(profiler, cuda, rows=40):
+    """The last step's operators by their device time (self time, so that a kernel counts
+    once), from torch.profiler: name, calls and microseconds, the longest first."""
+    events = profiler.key_averages()
+    def own(e):
+        for attr in ("self_device_time_total", "self_cuda_time_total", "self_cpu_time_total"):
+            if cuda or attr == "self_cpu_time_total":
+                value = getattr(e, attr, None)
+                if value is not None:
+                    return value
+        return 0
+    table = sorted(((e.key, e.count, round(own(e))) for e in events), key=lambda r: -r[2])
+    return {"total_us": sum(r[2] for r in table), "ops": [list(r) for r in table[:rows] if r[2] > 0]}
 
 
 def perturbation():
@@ -883,7 +1008,8 @@ def allocator_events(torch):
     for dev in torch.cuda.memory._snapshot()["device_traces"]:
         for e in dev:
             if e["action"] in keep:
-                events.append([keep[e["action"]], e["size"], e["addr"], e.get("stream", 0)])
+                # An out-of-memory event names no block (its address is absent).
+                events.append([keep[e["action"]], e["size"], e.get("addr", 0), e.get("stream", 0)])
     return events
 
 

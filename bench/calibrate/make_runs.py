@@ -35,6 +35,9 @@ MODEL_FILES = {"l8b": "llama-3.1-8b.json", "l2-7b": "llama-2-7b.json", "l13b": "
                "l70b": "llama-3.1-70b.json", "q8b": "qwen3-8b.json", "q30b": "qwen3-30b-a3b.json",
                "m7b": "mistral-7b.json", "qw7b": "qwen2.5-7b.json"}
 
+# QLoRA's usual adapters: rank 16 on every linear of the layer.
+QLORA = {"rank": 16, "targets": ["all-linear"]}
+
 # (id, model, framework, dp, tp, mbs, seq, ac, workload extras). Workload defaults: pretrain,
 # bf16 with fp32 master weights, AdamW, the standard loss.
 RUNS = [
@@ -75,6 +78,22 @@ RUNS = [
     ("l8b-hf-lora-amp-s2k-b4-full", "l8b", "hf", 1, 1, 4, 2048, "full",
      {"task": "lora", "lora": {"rank": 8, "targets": ["q_proj", "v_proj"]}}),
     ("l8b-hf-amp-s2k-b1-oom", "l8b", "hf", 1, 1, 1, 2048, "full", {"task": "finetune"}),
+    # QLoRA as TRL's SFTTrainer runs it (NF4 base, peft's kbit preparation, bf16 autocast), and
+    # as LLaMA-Factory does (no preparation); Llama-3.1-70B at the longest sequence Unsloth's
+    # README gives for transformers + FA2 on 80 GB (6,916 tokens) and past it.
+    ("l8b-hf-qlora-s2k-b4-full", "l8b", "hf", 1, 1, 4, 2048, "full", {"task": "qlora", "lora": QLORA}),
+    ("l8b-hf-qlora-s8k-b1-full", "l8b", "hf", 1, 1, 1, 8192, "full", {"task": "qlora", "lora": QLORA}),
+    ("l8b-hf-qlora-noprep-s4k-b2-full", "l8b", "hf", 1, 1, 2, 4096, "full",
+     {"task": "qlora", "kbit_prepare": "false", "lora": QLORA}),
+    ("l70b-hf-qlora-s4k-b1-full", "l70b", "hf", 1, 1, 1, 4096, "full", {"task": "qlora", "lora": QLORA}),
+    ("l70b-hf-qlora-s8k-b1-full", "l70b", "hf", 1, 1, 1, 8192, "full", {"task": "qlora", "lora": QLORA}),
+    ("l70b-hf-qlora-s6912-b1-full", "l70b", "hf", 1, 1, 1, 6912, "full", {"task": "qlora", "lora": QLORA}),
+    # bitsandbytes' paged AdamW on a full fine-tune of Llama-3.1-8B in bf16: 32-bit states
+    # (64 GB) that do not fit beside the model, 8-bit ones (16 GB) that do.
+    ("l8b-hf-pure-paged32-s2k-b4-full", "l8b", "hf", 1, 1, 4, 2048, "full",
+     {"task": "finetune", "master_weights": "none", "optimizer": "paged-adamw"}),
+    ("l8b-hf-pure-paged8bit-s2k-b4-full", "l8b", "hf", 1, 1, 4, 2048, "full",
+     {"task": "finetune", "master_weights": "none", "optimizer": "paged-adamw-8bit"}),
     # torchtitan's wrapping from 2025-07-28 (release: stated): embeddings a unit of their own,
     # [norm, output] another, every block resharded after forward.
     ("l8b-tt-fsdp8-s8k-b2-full-r2508", "l8b", "torchtitan", 8, 1, 2, 8192, "full", {"release": "2025-08"}),

@@ -98,6 +98,43 @@ def moe_layers_agree():
     return len(errors) == 5 and max(errors) < 0.02 and len(list(block.parameters())) == 4
 
 
+def qlora_prepared(src):
+    """QLoRA as the harness builds it on the CPU (bitsandbytes' NF4 Linear4bit under every
+    adapter): with peft's kbit preparation the norms are fp32, the embeddings and head bf16
+    (TRL casts them back) and a layer's output under bf16 autocast is fp32, the residual
+    stream the estimate prices at 4 B; without it, bf16 throughout. The adapters are fp32 and
+    the parameter count is the model's, not the packed bytes'."""
+    import torch
+    sys.path.insert(0, HERE)
+    import calibrate
+    qlora = "task: qlora\nprecision: bf16\nseq_len: 64\nglobal_batch: 2\nlora:\n  rank: 8\n  targets: [all-linear]\n"
+    results = []
+    for name, extra in (("tiny-qlora", ""), ("tiny-qlora-noprep", "kbit_prepare: false\n")):
+        run = calibrate.Run(make_run(src, name, TINY_LLAMA, qlora + extra, "framework=hf,dp=1,mbs=2,ac=full"))
+        model, config = calibrate.build_model(run, torch, torch.device("cpu"))
+        taken = calibrate.quantized_bases(run, model)
+        calibrate.materialize(model, torch.device("cpu"), torch)
+        calibrate.quantize_bases(taken, torch.device("cpu"), torch)
+        if run.kbit:
+            calibrate.prepare_kbit(run, model, torch.device("cpu"), torch)
+        layer = model.model.layers[0]
+        bases = {type(m.base).__name__ for m in model.modules() if type(m).__name__ == "QLoraLinear"}
+        adapters = {p.dtype for n, p in model.named_parameters() if "lora_" in n}
+        seen = []
+        layer.register_forward_hook(lambda mod, args, out: seen.append((out[0] if isinstance(out, tuple) else out).dtype))
+        ids = torch.randint(0, config.vocab_size, (1, 16))
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model.model(input_ids=ids)
+        count = sum(calibrate.parameter_count(p) for p in model.parameters())
+        results.append((bases, adapters, layer.input_layernorm.weight.dtype, model.model.embed_tokens.weight.dtype,
+                        model.lm_head.weight.dtype, seen[0], count))
+    f32, bf16 = torch.float32, torch.bfloat16
+    print(f"     prepared: {results[0][2:6]}; not: {results[1][2:6]}")
+    # 1,705,216 parameters and r8 adapters on all seven linears of both layers (2 x 32,768).
+    return (results[0] == ({"Linear4bit"}, {f32}, f32, bf16, bf16, f32, 1705216 + 65536)
+            and results[1] == ({"Linear4bit"}, {f32}, bf16, bf16, bf16, bf16, 1705216 + 65536))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shardplan", required=True)
@@ -214,6 +251,8 @@ def main():
               and "experts_implementation" not in tt_moe,
               f"CALIBRATE_MOE=torchtitan runs torchtitan's MoE layer on the same shard, and says so "
               f"({p.stderr.strip()[-300:]})")
+        check(qlora_prepared(src), "QLoRA's NF4 base through peft's kbit preparation keeps an fp32 residual "
+              "stream, and without it a bf16 one")
         check(moe_layers_agree(), "torchtitan's MoE layer matches transformers' sparse block, output and "
               "gradients within bf16 rounding")
 
