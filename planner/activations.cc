@@ -610,13 +610,21 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
 }  // namespace
 
 bool PricesLossHole(const MemoryContext& ctx) {
-  // Where the traces show it: FSDP-sharded runs of the eager upcast loss. Unsharded runs keep
-  // every activation until the loss, so their reserve peaks later, once backward has reused
-  // the block. Runs whose cache growth was fitted to published runs (compiled with selective
-  // recomputation; TP or CP: DefaultCacheGrowth) already hold it in that growth.
+  // Where the traces show it: FSDP-sharded runs of the eager upcast loss, and LoRA on one GPU
+  // with recomputation (ForwardLayerCache). Other unsharded runs keep every activation until
+  // the loss, or free whole gradients at each step's end, so their reserve peaks later, once
+  // backward has reused the block. Runs whose cache growth was fitted to published runs
+  // (compiled with selective recomputation; TP or CP: DefaultCacheGrowth) already hold it in
+  // that growth.
   const Layout& l = ctx.l;
-  return ctx.w.training() && WholeLogitBytes(ctx).upcast_sequence && DenseStatesSharded(l) && l.tp * l.cp == 1 &&
-         !(ctx.r.compile && l.ac == Recompute::kSelective);
+  return ctx.w.training() && WholeLogitBytes(ctx).upcast_sequence && l.tp * l.cp == 1 &&
+         !(ctx.r.compile && l.ac == Recompute::kSelective) && (DenseStatesSharded(l) || LoraLayerCacheKept(ctx));
+}
+
+bool LoraLayerCacheKept(const MemoryContext& ctx) {
+  const Layout& l = ctx.l;
+  return ctx.w.training() && ctx.w.lora_like() && !DenseStatesSharded(l) && l.ac != Recompute::kNone &&
+         l.tp * l.cp * l.pp == 1 && !ctx.r.compile;
 }
 
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
@@ -655,6 +663,24 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   if (l.ac != Recompute::kNone)
     out.push_back({"recompute_layer", static_cast<int64_t>(largest_full), 1, Phase::kBackward, Phase::kBackward, Pool::kTorch,
                    "backward re-runs one layer's forward and holds its full activations"});
+  // LoRA on one GPU with recomputation: each checkpointed layer frees its intermediates as the
+  // forward leaves it, and the caching allocator keeps those blocks. Nothing but the frozen
+  // base, the adapters and the saved layer inputs stays between steps, so the loss's
+  // whole-logit requests, each larger than any of a layer's tensors, find none of them and map
+  // segments of their own: the reserve at the loss holds one layer's forward beside it (H100
+  // traces of QLoRA on Llama-3.1-8B and 70B, bench/data/allocator_traces). Full fine-tunes
+  // free their gradients after each step, whose blocks the next forward splits; their growth
+  // stays a fraction of the allocated peak (memory_model.cc DefaultCacheGrowth).
+  if (LoraLayerCacheKept(ctx)) {
+    const Dims g = DimsFor(ctx);
+    const double layer_tensor = 4.0 * g.s * g.b * static_cast<double>(std::max(m.intermediate, m.hidden)) / g.t;
+    const double chunks = ctx.r.loss == LossKind::kChunked ? kLossChunks : 1;
+    const double loss_block = 2.0 * g.s * g.b * static_cast<double>(m.vocab) / g.t / chunks;
+    if (layer_tensor < loss_block)
+      out.push_back({"forward_layer_cache", static_cast<int64_t>(largest_full), 1, Phase::kLoss, Phase::kLossBackward,
+                     Pool::kFragment, "one layer's forward intermediates, freed and cached in blocks smaller than the "
+                     "loss's"});
+  }
   // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
   const Dims d = DimsFor(ctx);
   const double grad_bytes = ctx.w.precision == Dtype::kFp32 ? 4 : 2;

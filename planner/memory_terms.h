@@ -45,6 +45,9 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
 // Whether the eager loss's freed bf16 logits are priced as a term of their own
 // (logits_freed_hole, pool fragment) rather than left in the cache's growth.
 bool PricesLossHole(const MemoryContext& ctx);
+// Whether a LoRA run on one GPU with recomputation holds its forward's freed layer blocks
+// through the loss (forward_layer_cache, pool fragment) in place of a growth of the cache.
+bool LoraLayerCacheKept(const MemoryContext& ctx);
 // Working-weight bytes per element in training (what the forward reads): fp32 runs 4, every
 // lower precision keeps 16-bit weights (fp8 quantizes on the fly).
 inline double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }

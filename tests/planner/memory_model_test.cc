@@ -627,6 +627,40 @@ TEST(Inference, TransformersGenerateReserveReplayed) {
   EXPECT_LT(once.fullest().reserved_peak, fp16.fullest().reserved_peak - 4 * kGiB);
 }
 
+// QLoRA on one H100 as TRL runs it (bench/data/calibration, transformers 5.17, bitsandbytes
+// 0.50): Llama-3.1-8B, NF4 base, r16 on every linear, full recomputation, 4 x 2,048 tokens
+// (l8b-hf-qlora-s2k-b4-full) allocated 23,248,702,464 B and reserved 28,603,056,128; without
+// peft's preparation at 2 x 4,096 (l8b-hf-qlora-noprep-s4k-b2-full) 21,167,811,584, reserved
+// 25,163,726,848. The reserve holds the forward's freed layer blocks and the loss's hole
+// beside the live bytes; a compiled run has no such term.
+TEST(Memory, LoraOnOneGpuKeepsTheForwardsLayerBlocksThroughTheLoss) {
+  const ClusterSpec c = OneH100();
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w = Train(2048, 4);
+  w.task = Task::kQlora;
+  w.lora.rank = 16;
+  w.lora.targets = {"all-linear"};
+  const Layout l = Resolve(m, w, c, "framework=hf,dp=1,mbs=4,ac=full");
+  const MemoryEstimate e = EstimateMemory(m, w, l, c);
+  EXPECT_NEAR(static_cast<double>(e.fullest().allocated_peak) / 23248702464.0, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(e.fullest().reserved_peak) / 28603056128.0, 1.0, 0.05);
+  EXPECT_EQ(Term(e, "forward_layer_cache"), Term(e, "recompute_layer"));
+  EXPECT_EQ(Term(e, "logits_freed_hole"), 2LL * 8192 * 128256);
+  EXPECT_EQ(e.fullest().peak_phase, Phase::kLossBackward);
+
+  Workload plain = w;
+  plain.kbit_prepare = Setting::kOff;
+  plain.seq_len = 4096;
+  plain.global_batch = 2;
+  const MemoryEstimate p = EstimateMemory(m, plain, Resolve(m, plain, c, "framework=hf,dp=1,mbs=2,ac=full"), c);
+  EXPECT_NEAR(static_cast<double>(p.fullest().allocated_peak) / 21167811584.0, 1.0, 0.01);
+  EXPECT_NEAR(static_cast<double>(p.fullest().reserved_peak) / 25163726848.0, 1.0, 0.05);
+
+  Workload compiled = w;
+  compiled.compile = Setting::kOn;
+  EXPECT_EQ(Term(EstimateMemory(m, compiled, l, c), "forward_layer_cache"), 0);
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
