@@ -193,10 +193,13 @@ bool AdaptsModule(const ModelSpec& m, const LoraSpec& lora, int64_t layer, std::
   return false;
 }
 
-double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
-  if (m.layers <= 0) return 0;
-  // Layers differ only by their block letter and whether their FFN is an MoE: each such kind
-  // is counted once (the search prices a LoRA layout through here, layout after layout).
+namespace {
+
+// Calls per_layer(layer, count) once for each kind of layer, with how many layers are of that
+// kind. Layers differ only by their block letter and whether their FFN is an MoE: each such
+// kind is counted once (the search prices a LoRA layout through here, layout after layout).
+template <typename PerLayer>
+void ForEachLayerKind(const ModelSpec& m, PerLayer per_layer) {
   struct Kind {
     char block;
     bool moe;
@@ -210,9 +213,32 @@ double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
     if (it == kinds.end()) kinds.push_back({b, moe, l, 1});
     else ++it->count;
   }
+  for (const Kind& k : kinds) per_layer(k.layer, static_cast<double>(k.count));
+}
+
+}  // namespace
+
+double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
+  if (m.layers <= 0) return 0;
   double sum = 0;
-  for (const Kind& k : kinds) sum += static_cast<double>(k.count) * static_cast<double>(AdapterParamsPerLayer(m, lora, k.layer));
+  ForEachLayerKind(m, [&](int64_t layer, double count) {
+    sum += count * static_cast<double>(AdapterParamsPerLayer(m, lora, layer));
+  });
   return sum / static_cast<double>(m.layers);
+}
+
+AdapterWidths AdapterWidthsPerLayerMean(const ModelSpec& m, const LoraSpec& lora) {
+  AdapterWidths w;
+  if (m.layers <= 0) return w;
+  ForEachLayerKind(m, [&](int64_t layer, double count) {
+    for (const NamedLinear& n : AdaptedLinears(m, lora, layer)) {
+      w.inputs += count * static_cast<double>(n.in);
+      w.outputs += count * static_cast<double>(n.out);
+    }
+  });
+  w.inputs /= static_cast<double>(m.layers);
+  w.outputs /= static_cast<double>(m.layers);
+  return w;
 }
 
 Status CheckLoraTargets(const ModelSpec& m, const LoraSpec& lora) {

@@ -35,6 +35,13 @@ bool AdaptsModule(const ModelSpec& m, const LoraSpec& lora, int64_t layer, std::
 // The same, averaged over the model's layers (the time model prices a stage by its layer count).
 double AdapterParamsPerLayerMean(const ModelSpec& m, const LoraSpec& lora);
 
+// The input and output widths of the adapted Linear modules, summed over a layer and averaged
+// over the model's layers: the time model's passes over what each adapter reads and writes.
+struct AdapterWidths {
+  double inputs = 0, outputs = 0;
+};
+AdapterWidths AdapterWidthsPerLayerMean(const ModelSpec& m, const LoraSpec& lora);
+
 // BadInput naming each target that matches no Linear module of the model, with the names it has.
 Status CheckLoraTargets(const ModelSpec& m, const LoraSpec& lora);
 

@@ -16,6 +16,7 @@
 #include "planner/framework_defaults.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
+#include "planner/lora.h"
 #include "planner/recipe.h"
 
 namespace shardplan {
@@ -93,6 +94,11 @@ struct Ctx : LayerShape {
   int pp = 1, dp = 1, vpp = 1;
   int64_t moe_layers = 0;  // layers whose MLP is an MoE block
   double lora_layer_params = 0;  // LoRA adapters per layer (the mean over the layers)
+  AdapterWidths adapted{};       // the adapted Linears' widths per layer (AdapterPasses)
+  AdapterWidths linears{};       // every Linear's, where QLoRA casts around each (kbit_prepared)
+  bool adapter_passes = false;   // the adapters run as eager modules beside each Linear
+  bool peft_4bit_clone = false;  // peft's LoRA Linear4bit clones its base's output
+  bool kbit = false;             // TrainingRecipe::kbit_prepared: an fp32 residual stream
   double foreach_step_bytes = 0;  // torch's foreach AdamW past a fused step, per local param
   double paged_spill_bytes = 0;   // paged optimizer states moved over PCIe per step (PagedSpillBytes)
 };
@@ -238,12 +244,50 @@ double DequantSeconds(const Ctx& x) {
   return MemSeconds(x.hw, per_layer * (QuantizedBytesPerParam(Dtype::kNf4) + 2));
 }
 
+// LoRA's adapters as peft and torchtune run them, eager modules beside each adapted Linear:
+// lora_A reads the Linear's input, lora_B writes an output of the Linear's width, which is
+// scaled (read, write) and added to the base's output (two reads, a write): per adapted
+// Linear, `in` + 6 `out` elements forward. Backward reads the output's gradient through the
+// scale and both small GEMMs (4 `out`), and lora_A's input gradient is written and added to
+// the input's (4 `in`), whose activation its weight gradient reads again (1 `in`). Dropout,
+// where set, writes the dropped input and its mask and reads them back. peft's LoRA
+// Linear4bit clones the base's output first (bnb.py: "defensively clone"), one more read
+// and write in the base's output dtype. With peft's kbit preparation (TrainingRecipe::
+// kbit_prepared) that output is fp32: bitsandbytes casts each Linear's fp32 input to bf16 and
+// returns its output in the input's dtype, autocast casts the input again for lora_A, and the
+// residual stream's own passes move 4 B an element where they moved 2; backward casts the
+// same gradients back. The small GEMMs' FLOPs are left out: r is 8-64 against widths of
+// thousands. Without these passes the eager LoRA steps ran 10-43% faster than measured on one
+// H100 (bench/data/calibration, the hf and torchtune LoRA and QLoRA records).
+struct AdapterCost {
+  double fwd = 0, bwd = 0;
+};
+AdapterCost AdapterPasses(const Ctx& x, const Forward& f) {
+  AdapterCost a;
+  if (!x.adapter_passes) return a;
+  const double T = x.tokens, act = x.act, in = x.adapted.inputs / x.tp, out = x.adapted.outputs / x.tp;
+  const double result = x.kbit ? 4 : act;  // the base Linear's output bytes
+  double fwd = act * in + out * (3 * act + 2 * result + act), bwd = act * (4 * out + 5 * in);
+  if (x.w.lora.dropout > 0) fwd += (2 * act + 1) * in, bwd += (act + 1) * in;
+  if (x.peft_4bit_clone) fwd += 2 * result * out;
+  if (x.kbit) {
+    const double cast = 4 + 2;  // an fp32 read and a bf16 write, or the other way
+    const double linear_io = (x.linears.inputs + x.linears.outputs) / x.tp;
+    fwd += cast * (linear_io + in);
+    bwd += cast * (linear_io + in);
+  }
+  a.fwd = MemSeconds(x.hw, T * fwd) + (x.kbit ? f.elem : 0);
+  a.bwd = MemSeconds(x.hw, T * bwd) + (x.kbit ? 2 * f.elem + f.elem_bwd : 0);
+  return a;
+}
+
 LayerCost LayerTime(const Ctx& x, const LayerKind& k, Rc rc) {
   const Forward& f = k.f;
   const double dequant = DequantSeconds(x);
-  const double fwd = f.gemm + f.attn + f.elem + dequant;
+  const AdapterCost adapters = AdapterPasses(x, f);
+  const double fwd = f.gemm + f.attn + f.elem + dequant + adapters.fwd;
   LayerCost c;
-  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + f.elem_bwd + dequant;
+  c.compute = fwd + f.gemm * (x.lora ? 1 : 2) + f.attn_bwd + 2 * f.elem + f.elem_bwd + dequant + adapters.bwd;
   c.wgrad = x.lora ? 0 : f.gemm;  // dW costs what the forward GEMMs cost
   if (rc == Rc::kFull) c.recompute = fwd;
   if (rc == Rc::kSelective) {
@@ -714,6 +758,20 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
+  // Eager only: compiled, Inductor fuses the scale and the add into the kernels beside them;
+  // Unsloth fuses its LoRA into the base matmuls' own kernels (fast_lora.py); Megatron's
+  // adapters (fused kernels around them) were not measured.
+  if (x.lora && !x.fused && l.stack != Stack::kUnsloth) {
+    x.adapter_passes = true;
+    x.adapted = AdapterWidthsPerLayerMean(m, w.lora);
+    if (w.task == Task::kQlora) {
+      x.peft_4bit_clone = l.stack == Stack::kHf;
+      if (ResolveRecipe(m, w, l, nullptr).kbit_prepared) {
+        x.kbit = true;
+        x.linears = AdapterWidthsPerLayerMean(m, LoraSpec{w.lora.rank, {"all-linear"}, 0});
+      }
+    }
+  }
   // Where torch steps AdamW itself (FSDP, torchtitan, one GPU), the recipe says whether with
   // its foreach implementation. DeepSpeed and Megatron step fused kernels; DeepSpeed's memory
   // prices the client's foreach AdamW when unstated only because it holds more.
