@@ -377,6 +377,20 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
   EXPECT_EQ(gh200->larger_gpus, std::vector<std::string>{"gh200-144gb"});
 }
 
+// Unstated, the host link is what the GPU's PCIe generation carries: 25 GB/s a direction on
+// PCIe 4.0 x16 (Ampere, Ada), twice that on PCIe 5.0 (Hopper on); stated, as written.
+TEST(ClusterReads, HostLinkFollowsThePcieGeneration) {
+  for (const auto& [gpu, pcie] : {std::pair{"H100", 50e9}, std::pair{"H200", 50e9}, std::pair{"B200", 50e9},
+                                  std::pair{"A100 80GB", 25e9}, std::pair{"RTX 4090", 25e9}, std::pair{"L40S", 25e9}}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 1\ngpu: ") + gpu + "\n");
+    ASSERT_TRUE(cl.ok()) << gpu << ": " << cl.status().message();
+    EXPECT_DOUBLE_EQ(cl->pcie_bandwidth, pcie) << gpu;
+  }
+  auto stated = ReadCluster("gpus_per_node: 1\ngpu: H100\nhost: {pcie_bandwidth: 16 GB/s}\n");
+  ASSERT_TRUE(stated.ok());
+  EXPECT_DOUBLE_EQ(stated->pcie_bandwidth, 16e9);
+}
+
 // AMD Instinct parts read by the names ROCm prints and reports write; their memory is priced as
 // any GPU's (PyTorch on an MI300X reports 191.98 GiB of total capacity), their step time is not.
 TEST(ClusterReads, AmdInstinct) {
