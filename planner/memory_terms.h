@@ -80,6 +80,8 @@ int64_t RecurrentStateBytesPerSequence(const ModelSpec& m, const StageShape& s, 
 // over the model's parameters where the optimizer treats them differently (Adafactor's
 // factored matrices, Muon's AdamW-stepped embeddings and norms).
 double OptimizerStateBytes(Optimizer o, const ModelSpec& m);
+// Of those, the fp32 block scales of bitsandbytes' 8-bit states (0 for other optimizers).
+double OptimizerScaleBytes(Optimizer o);
 // The same under the run's recipe: pure low-precision training keeps 32-bit optimizers'
 // states in the parameters' dtype (torch.optim creates them like the parameter).
 double OptimizerStateBytes(const MemoryContext& ctx);

@@ -1031,14 +1031,15 @@ TEST(Workload, GaloreStatesOfLlama7b) {
 }
 
 // Bytes of optimizer state per trained element: bitsandbytes' 8-bit states are a uint8 and an
-// fp32 absmax per 2048 elements each; torchao's 4-bit m and v keep an fp32 scale per 128;
+// fp32 absmax per 256 elements each (since v0.44); torchao's 4-bit m and v keep an fp32 scale per 128;
 // AdEMAMix holds two first moments and a second, RMSprop and Adagrad one fp32 state.
 TEST(Workload, OptimizerStateBytes) {
   auto loaded = LoadModel("llama-3.1-8b");
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   const ModelSpec& m = *loaded;
-  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kLion8bit, m), 1 + 4.0 / 2048);
-  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdemamix8bit, m), 3 + 12.0 / 2048);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdamW8bit, m), 2 + 8.0 / 256);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kLion8bit, m), 1 + 4.0 / 256);
+  EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdemamix8bit, m), 3 + 12.0 / 256);
   EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdamW4bit, m), 1 + 8.0 / 128);
   EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdemamix, m), 12);
   EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kRmsprop, m), 4);

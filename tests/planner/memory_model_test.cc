@@ -661,6 +661,25 @@ TEST(Memory, LoraOnOneGpuKeepsTheForwardsLayerBlocksThroughTheLoss) {
   EXPECT_EQ(Term(EstimateMemory(m, compiled, l, c), "forward_layer_cache"), 0);
 }
 
+// bitsandbytes pages an 8-bit optimizer's uint8 states, not their fp32 absmax blocks (one per
+// 256 elements a state), which stay in GPU memory. A full fine-tune of Llama-3.1-8B in bf16
+// with PagedAdamW8bit on one H100, 4 x 2,048 tokens, full recomputation
+// (l8b-hf-pure-paged8bit-s2k-b4-full): max_memory_allocated 33,324,496,896 B.
+TEST(Memory, PagedEightBitStatesKeepTheirScalesOnTheGpu) {
+  const ClusterSpec c = OneH100();
+  const ModelSpec m = Model("llama-3.1-8b");
+  Workload w = Train(2048, 4);
+  w.task = Task::kFinetune;
+  w.master_weights = MasterWeights::kNone;
+  w.optimizer = Optimizer::kAdamW8bit;
+  w.paged_optimizer = true;
+  const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, "framework=hf,dp=1,mbs=4,ac=full"), c);
+  const double params = static_cast<double>(CountParams(m).total);
+  EXPECT_NEAR(static_cast<double>(Term(e, "optimizer_state_scales")), params * 8 / 256, 1);
+  EXPECT_NEAR(static_cast<double>(Term(e, "optimizer_states")), params * 2, 1);
+  EXPECT_NEAR(static_cast<double>(e.fullest().allocated_peak) / 33324496896.0, 1.0, 0.03);
+}
+
 // Serving with tp=N splits every expert over the N ranks, as vLLM's FusedMoE does by
 // default: Mixtral 8x7B at TP2 holds half of each expert per GPU (llm-d's vLLM 0.19 log
 // on 2 x H100: 465,936 KV tokens, which the whole-expert layout could not hold at all).
