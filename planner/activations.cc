@@ -611,7 +611,7 @@ LogitBytes WholeLogitBytes(const MemoryContext& ctx) {
 
 bool PricesLossHole(const MemoryContext& ctx) {
   // Where the traces show it: FSDP-sharded runs of the eager upcast loss, and LoRA on one GPU
-  // with recomputation (ForwardLayerCache). Other unsharded runs keep every activation until
+  // with recomputation (LoraLayerCacheKept). Other unsharded runs keep every activation until
   // the loss, or free whole gradients at each step's end, so their reserve peaks later, once
   // backward has reused the block. Runs whose cache growth was fitted to published runs
   // (compiled with selective recomputation; TP or CP: DefaultCacheGrowth) already hold it in

@@ -14,9 +14,9 @@
 #include "planner/compute_cost.h"
 #include "planner/deepspeed_buckets.h"
 #include "planner/framework_defaults.h"
+#include "planner/lora.h"
 #include "planner/memory_terms.h"
 #include "planner/quantization.h"
-#include "planner/lora.h"
 #include "planner/recipe.h"
 
 namespace shardplan {

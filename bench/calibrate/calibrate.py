@@ -612,16 +612,22 @@ def apply_fsdp(run, model, mesh, torch):
 
 
 def quantized_bases(run, model):
-    """QLoRA: the Linear each adapter wraps, taken out of the module tree before the model is
-    materialized, so that no bf16 copy of the base is made whole on the device; quantize_bases
-    puts each back as NF4."""
+    """QLoRA: every Linear of the decoder layers (the one each adapter wraps, and those no
+    adapter targets), taken out of the module tree before the model is materialized, so that
+    no bf16 copy of the base is made whole on the device; quantize_bases puts each back as NF4.
+    Returns (parent, name, Linear) triples."""
     if run.task != "qlora":
         return []
+    import torch
     taken = []
-    for mod in model.modules():
-        if type(mod).__name__ == "QLoraLinear":
-            taken.append((mod, mod.base))
-            mod._modules["base"] = None
+    for layer in model.model.layers:
+        for parent in list(layer.modules()):
+            for name, child in list(parent.named_children()):
+                wrapped = type(parent).__name__ == "QLoraLinear" and name == "base"
+                if type(child) is torch.nn.Linear and (wrapped or type(parent).__name__ != "QLoraLinear"):
+                    taken.append((parent, name, child))
+    for parent, name, _ in taken:
+        parent._modules[name] = None
     return taken
 
 
@@ -636,15 +642,19 @@ def quantize_bases(taken, device, torch):
         import bitsandbytes as bnb
     except ImportError:
         raise RunError("task qlora needs bitsandbytes, which is not installed") from None
-    for mod, linear in taken:
-        q = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=False, compute_dtype=torch.bfloat16,
+    for parent, name, linear in taken:
+        biased = linear.bias is not None
+        q = bnb.nn.Linear4bit(linear.in_features, linear.out_features, bias=biased, compute_dtype=torch.bfloat16,
                               compress_statistics=True, quant_type="nf4", quant_storage=torch.uint8, device="meta")
+        if biased:  # Qwen2's q, k and v: a bias in the checkpoint's dtype beside the 4-bit weight
+            q.bias = torch.nn.Parameter(torch.zeros(linear.out_features, dtype=torch.bfloat16, device=device),
+                                        requires_grad=False)
         w = torch.empty(linear.out_features, linear.in_features, dtype=torch.bfloat16, device=device)
         w.normal_(0.0, 0.02)
         q.weight = bnb.nn.Params4bit(w, requires_grad=False, compress_statistics=True, quant_type="nf4",
                                      blocksize=64, quant_storage=torch.uint8, module=q).to(device)
         del w
-        mod.base = q
+        setattr(parent, name, q)
 
 
 def prepare_kbit(run, model, device, torch):

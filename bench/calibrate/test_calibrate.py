@@ -107,9 +107,10 @@ def qlora_prepared(src):
     import torch
     sys.path.insert(0, HERE)
     import calibrate
-    qlora = "task: qlora\nprecision: bf16\nseq_len: 64\nglobal_batch: 2\nlora:\n  rank: 8\n  targets: [all-linear]\n"
+    qlora = "task: qlora\nprecision: bf16\nseq_len: 64\nglobal_batch: 2\nlora:\n  rank: 8\n"
     results = []
-    for name, extra in (("tiny-qlora", ""), ("tiny-qlora-noprep", "kbit_prepare: false\n")):
+    for name, extra in (("tiny-qlora", "  targets: [all-linear]\n"),
+                        ("tiny-qlora-noprep", "  targets: [q_proj, v_proj]\nkbit_prepare: false\n")):
         run = calibrate.Run(make_run(src, name, TINY_LLAMA, qlora + extra, "framework=hf,dp=1,mbs=2,ac=full"))
         model, config = calibrate.build_model(run, torch, torch.device("cpu"))
         taken = calibrate.quantized_bases(run, model)
@@ -118,7 +119,10 @@ def qlora_prepared(src):
         if run.kbit:
             calibrate.prepare_kbit(run, model, torch.device("cpu"), torch)
         layer = model.model.layers[0]
-        bases = {type(m.base).__name__ for m in model.modules() if type(m).__name__ == "QLoraLinear"}
+        # Every Linear of the layers but the adapters' own is 4-bit, adapted or not.
+        adapters_own = {id(m) for q in model.modules() if type(q).__name__ == "QLoraLinear" for m in (q.lora_a, q.lora_b)}
+        bases = {type(m).__name__ for m in model.model.layers.modules()
+                 if isinstance(m, torch.nn.Linear) and id(m) not in adapters_own}
         adapters = {p.dtype for n, p in model.named_parameters() if "lora_" in n}
         seen = []
         layer.register_forward_hook(lambda mod, args, out: seen.append((out[0] if isinstance(out, tuple) else out).dtype))
@@ -130,9 +134,10 @@ def qlora_prepared(src):
                         model.lm_head.weight.dtype, seen[0], count))
     f32, bf16 = torch.float32, torch.bfloat16
     print(f"     prepared: {results[0][2:6]}; not: {results[1][2:6]}")
-    # 1,705,216 parameters and r8 adapters on all seven linears of both layers (2 x 32,768).
+    # 1,705,216 parameters, and r8 adapters on all seven linears of both layers (2 x 32,768),
+    # or on q (256 -> 256) and v (256 -> 128) (2 x 7,168).
     return (results[0] == ({"Linear4bit"}, {f32}, f32, bf16, bf16, f32, 1705216 + 65536)
-            and results[1] == ({"Linear4bit"}, {f32}, bf16, bf16, bf16, bf16, 1705216 + 65536))
+            and results[1] == ({"Linear4bit"}, {f32}, bf16, bf16, bf16, bf16, 1705216 + 14336))
 
 
 def main():
