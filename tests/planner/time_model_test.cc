@@ -1031,6 +1031,17 @@ TEST(EstimateTime, TorchtitanAsyncTpLeavesRowwiseGathersExposed) {
   EXPECT_NEAR(Term(tensorwise, "tp_comm"), 0.6 * Term(EstimateTime(Llama3_70B(), w, l, DgxH100(4)), "tp_comm"), 1e-9);
 }
 
+// One GPU of a framework's single-GPU recipe (FSDP's layout, no sharding) with every layer
+// recomputed.
+Layout OneGpuFullRecompute(Stack stack, int mbs) {
+  Layout l;
+  l.framework = Framework::kFsdp;
+  l.stack = stack;
+  l.mbs = mbs;
+  l.ac = Recompute::kFull;
+  return l;
+}
+
 // bitsandbytes' paged states that do not fit beside the caching allocator's reserve cross
 // PCIe in and out every step: Llama-2-7B full fine-tune with 32-bit PagedAdamW on one 24 GB
 // RTX 4090 (torchtune's README at 0217d44: 702 tokens/s) moves its 2 x 4 x 6.74e9 B of states
@@ -1041,11 +1052,7 @@ TEST(EstimateTime, PagedOptimizerStatesCrossPcieOnceTheyDoNotFit) {
   c.gpus_per_node = 1;
   c.gpu = *CatalogGpu("rtx-4090-24gb");
   c.pcie_bandwidth = 25e9;
-  Layout l;
-  l.framework = Framework::kFsdp;
-  l.stack = Stack::kTorchtune;
-  l.mbs = 4;
-  l.ac = Recompute::kFull;
+  const Layout l = OneGpuFullRecompute(Stack::kTorchtune, 4);
   Workload w = Pretrain(2048, 4);
   w.task = Task::kFinetune;
   w.optimizer = Optimizer::kAdamW;
@@ -1070,11 +1077,7 @@ TEST(EstimateTime, PagedOptimizerStatesCrossPcieOnceTheyDoNotFit) {
 TEST(EstimateTime, EagerLoraAdaptersPassOverEachAdaptedLinear) {
   ClusterSpec c = DgxH100(1);
   c.gpus_per_node = 1;
-  Layout l;
-  l.framework = Framework::kFsdp;
-  l.stack = Stack::kHf;
-  l.mbs = 4;
-  l.ac = Recompute::kFull;
+  const Layout l = OneGpuFullRecompute(Stack::kHf, 4);
   Workload w = Pretrain(2048, 4);
   w.task = Task::kQlora;
   w.lora.rank = 16;
