@@ -622,8 +622,12 @@ bool PricesLossHole(const MemoryContext& ctx) {
 }
 
 bool LoraLayerCacheKept(const MemoryContext& ctx) {
+  // PyTorch's own training loops as measured (HF's and torchtune's); DeepSpeed, Megatron and
+  // Unsloth keep their least fragmentation (memory_model.cc DefaultCacheGrowth).
   const Layout& l = ctx.l;
-  return ctx.w.training() && ctx.w.lora_like() && !DenseStatesSharded(l) && l.ac != Recompute::kNone &&
+  const bool measured = l.framework != Framework::kDeepSpeed && l.framework != Framework::kMegatron &&
+                        l.stack != Stack::kUnsloth;
+  return ctx.w.training() && ctx.w.lora_like() && measured && !DenseStatesSharded(l) && l.ac != Recompute::kNone &&
          l.tp * l.cp * l.pp == 1 && !ctx.r.compile;
 }
 
