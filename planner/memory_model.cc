@@ -295,6 +295,7 @@ MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layou
     if (w.training()) {
       AddModelStates(ctx, shape, sm.terms);
       AddActivations(ctx, shape, sm.terms);
+      AddBackwardTail(ctx, shape, sm.terms);
     } else {
       AddInference(ctx, shape, sm.terms);
     }

@@ -42,6 +42,8 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
 void AddModelStates(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
 // Saved activations, recomputation, logits and loss (activations.cc).
 void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
+// The end of backward where it holds more than the step (model_states.cc), after both above.
+void AddBackwardTail(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out);
 // Whether the eager loss's freed bf16 logits are priced as a term of their own
 // (logits_freed_hole, pool fragment) rather than left in the cache's growth.
 bool PricesLossHole(const MemoryContext& ctx);
