@@ -675,18 +675,17 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
   // traces of QLoRA on Llama-3.1-8B and 70B, bench/data/allocator_traces). Full fine-tunes
   // free their gradients after each step, whose blocks the next forward splits; their growth
   // stays a fraction of the allocated peak (memory_model.cc DefaultCacheGrowth).
+  const Dims d = DimsFor(ctx);
   if (LoraLayerCacheKept(ctx)) {
-    const Dims g = DimsFor(ctx);
-    const double layer_tensor = 4.0 * g.s * g.b * static_cast<double>(std::max(m.intermediate, m.hidden)) / g.t;
+    const double layer_tensor = 4.0 * d.s * d.b * static_cast<double>(std::max(m.intermediate, m.hidden)) / d.t;
     const double chunks = ctx.r.loss == LossKind::kChunked ? kLossChunks : 1;
-    const double loss_block = 2.0 * g.s * g.b * static_cast<double>(m.vocab) / g.t / chunks;
+    const double loss_block = 2.0 * d.s * d.b * static_cast<double>(m.vocab) / d.t / chunks;
     if (layer_tensor < loss_block)
       out.push_back({"forward_layer_cache", static_cast<int64_t>(largest_full), 1, Phase::kLoss, Phase::kLossBackward,
                      Pool::kFragment, "one layer's forward intermediates, freed and cached in blocks smaller than the "
                      "loss's"});
   }
   // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
-  const Dims d = DimsFor(ctx);
   const double grad_bytes = ctx.w.precision == Dtype::kFp32 ? 4 : 2;
   out.push_back({"activation_gradients", static_cast<int64_t>(2 * grad_bytes * d.s * d.b * d.h / d.sp_div + largest_transient), 3,
                  Phase::kBackward, Phase::kBackward, Pool::kTorch,

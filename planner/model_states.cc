@@ -105,7 +105,9 @@ HeldGradients AddGradients(const MemoryContext& ctx, double bytes_per_elem, doub
 // AdamW temporaries, which come after) is priced at the step.
 void AddBackwardTail(const MemoryContext& ctx, const StageShape& s, std::vector<MemoryTerm>& out) {
   const Layout& l = ctx.l;
-  if (!ctx.w.training() || DenseStatesSharded(l) || l.pp > 1 || l.grad_accum > 1 || ctx.w.lora_like()) return;
+  if (!ctx.w.training() || DenseStatesSharded(l)) return;
+  // A whole set of gradients first held at the step: AddGradients' one micro-batch without
+  // PP (LoRA's adapters hold theirs as adapter_gradients).
   const auto grads = std::find_if(out.begin(), out.end(), [](const MemoryTerm& t) { return t.name == "gradients"; });
   if (grads == out.end() || grads->first != Phase::kStep) return;
   double tail = 0, step_only = 0;

@@ -758,6 +758,11 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
   x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
+  std::optional<TrainingRecipe> recipe;  // resolved once, where a term below needs it
+  auto resolved = [&]() -> const TrainingRecipe& {
+    if (!recipe) recipe = ResolveRecipe(m, w, l, nullptr);
+    return *recipe;
+  };
   // Eager only: compiled, Inductor fuses the scale and the add into the kernels beside them;
   // Unsloth fuses its LoRA into the base matmuls' own kernels (fast_lora.py); Megatron's
   // adapters (fused kernels around them) were not measured.
@@ -766,7 +771,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
     x.adapted = AdapterWidthsPerLayerMean(m, w.lora);
     if (w.task == Task::kQlora) {
       x.peft_4bit_clone = l.stack == Stack::kHf;
-      if (ResolveRecipe(m, w, l, nullptr).kbit_prepared) {
+      if (resolved().kbit_prepared) {
         x.kbit = true;
         x.linears = AdapterWidthsPerLayerMean(m, LoraSpec{w.lora.rank, {"all-linear"}, 0});
       }
@@ -777,8 +782,8 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   // prices the client's foreach AdamW when unstated only because it holds more.
   if ((l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
       (w.optimizer == Optimizer::kAdamW || w.optimizer == Optimizer::kAdam) && l.offload_optimizer == Offload::kNone)
-    if (const TrainingRecipe r = ResolveRecipe(m, w, l, nullptr); r.torch_foreach_step)
-      x.foreach_step_bytes = ForeachStepExtraBytes(w.optimizer, TrainedBytes(r, w));
+    if (resolved().torch_foreach_step)
+      x.foreach_step_bytes = ForeachStepExtraBytes(w.optimizer, TrainedBytes(resolved(), w));
   if (w.paged_optimizer) x.paged_spill_bytes = PagedSpillBytes(m, w, l, c);
   const int64_t micro = AtLeast1(l.grad_accum);
 

@@ -611,14 +611,13 @@ def apply_fsdp(run, model, mesh, torch):
     fully_shard(model, **kw)
 
 
-def quantized_bases(run, model):
+def quantized_bases(run, model, torch):
     """QLoRA: every Linear of the decoder layers (the one each adapter wraps, and those no
     adapter targets), taken out of the module tree before the model is materialized, so that
     no bf16 copy of the base is made whole on the device; quantize_bases puts each back as NF4.
     Returns (parent, name, Linear) triples."""
     if run.task != "qlora":
         return []
-    import torch
     taken = []
     for layer in model.model.layers:
         for parent in list(layer.modules()):
@@ -857,7 +856,7 @@ def measure(run, device_name, steps):
                     live_blocks.extend(live_blocks_now(torch))
         live_blocks = []
         try:
-            taken = quantized_bases(run, model)
+            taken = quantized_bases(run, model, torch)
             materialize(model, device, torch)
             quantize_bases(taken, device, torch)
             if run.kbit:
@@ -978,15 +977,11 @@ PROFILE = os.environ.get("CALIBRATE_PROFILE", "") == "1"
 def kernel_table(profiler, cuda, rows=40):
     """The last step's operators by their device time (self time, so that a kernel counts
     once), from torch.profiler: name, calls and microseconds, the longest first."""
-    events = profiler.key_averages()
+    attrs = ("self_device_time_total", "self_cuda_time_total", "self_cpu_time_total") if cuda else ("self_cpu_time_total",)
+
     def own(e):
-        for attr in ("self_device_time_total", "self_cuda_time_total", "self_cpu_time_total"):
-            if cuda or attr == "self_cpu_time_total":
-                value = getattr(e, attr, None)
-                if value is not None:
-                    return value
-        return 0
-    table = sorted(((e.key, e.count, round(own(e))) for e in events), key=lambda r: -r[2])
+        return next((v for v in (getattr(e, a, None) for a in attrs) if v is not None), 0)
+    table = sorted(((e.key, e.count, round(own(e))) for e in profiler.key_averages()), key=lambda r: -r[2])
     return {"total_us": sum(r[2] for r in table), "ops": [list(r) for r in table[:rows] if r[2] > 0]}
 
 

@@ -113,7 +113,7 @@ def qlora_prepared(src):
                         ("tiny-qlora-noprep", "  targets: [q_proj, v_proj]\nkbit_prepare: false\n")):
         run = calibrate.Run(make_run(src, name, TINY_LLAMA, qlora + extra, "framework=hf,dp=1,mbs=2,ac=full"))
         model, config = calibrate.build_model(run, torch, torch.device("cpu"))
-        taken = calibrate.quantized_bases(run, model)
+        taken = calibrate.quantized_bases(run, model, torch)
         calibrate.materialize(model, torch.device("cpu"), torch)
         calibrate.quantize_bases(taken, torch.device("cpu"), torch)
         if run.kbit:
