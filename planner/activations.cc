@@ -363,8 +363,8 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
   // fp32 training (no autocast) saves every tensor a bf16 run saves in bf16 at 4 B.
   const bool fp32 = ctx.w.precision == Dtype::kFp32 && !autocast;
   // peft's prepare_model_for_kbit_training leaves the residual stream fp32 (recipe.h), except
-  // where the norm casts its output back to its input's dtype (Gemma's, OLMo 2's).
-  const bool kbit = ctx.r.kbit_prepared && TransformersModules(ctx.m, ctx.l) && !m.is_hybrid() && !m.norm_weight_fp32;
+  // where the norm casts its output back to its bf16 input's dtype (Gemma's, OLMo 2's).
+  const bool kbit = ctx.r.kbit_fp32_stream;
   const double input = (autocast || fp32 || kbit ? 4 : 2) * d.s * d.b * d.h / d.sp_div;  // the layer input, kept by every mode
   if (ac == Recompute::kFull) return static_cast<int64_t>(input);
   if (UnslothKernels(ctx, layer)) return static_cast<int64_t>(std::max(UnslothLayerBytes(ctx, layer, d), input));

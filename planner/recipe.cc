@@ -277,12 +277,16 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   const bool kbit_default = l.stack == Stack::kHf && w.task == Task::kQlora && l.zero < 3 && low16;
   r.kbit_prepared = w.kbit_prepare == Setting::kAuto ? kbit_default : w.kbit_prepare == Setting::kOn && w.task == Task::kQlora;
   r.kbit_fp32_embeddings = r.kbit_prepared && w.precision == Dtype::kFp16;
+  r.kbit_fp32_stream = r.kbit_prepared && TransformersModules(m, l) && !m.is_hybrid() &&
+                       (!m.norm_weight_fp32 || r.kbit_fp32_embeddings);
   if (kbit_default && w.kbit_prepare == Setting::kAuto)
     assume((std::string("kbit_prepare: true (TRL's SFTTrainer runs peft's prepare_model_for_kbit_training: ") +
             (r.kbit_fp32_embeddings ? "norms, embeddings and head in fp32, so the residual stream and the MLP's "
                                       "intermediates are fp32"
-                                    : "fp32 norms make the residual stream and the MLP's intermediates fp32, and TRL "
-                                      "casts embeddings and head back to bf16") +
+             : r.kbit_fp32_stream   ? "fp32 norms make the residual stream and the MLP's intermediates fp32, and TRL "
+                                      "casts embeddings and head back to bf16"
+                                    : "norms in fp32, whose outputs this model casts back to bf16, and TRL casts "
+                                      "embeddings and head back to bf16") +
             "; say kbit_prepare: false for a script that skips it, as LLaMA-Factory does)")
                .c_str());
   if (r.float8_all_gather && w.fp8_all_gather == Setting::kAuto)

@@ -49,6 +49,12 @@ struct TrainingRecipe {
   // ... and the embeddings and head stay fp32 too: TRL's SFTTrainer casts them back to bf16
   // for bf16 runs (peft_module_casting_to_bf16), not for fp16 ones.
   bool kbit_fp32_embeddings = false;
+  // Whether the preparation leaves the residual stream fp32: on transformers' own modules
+  // (not a hybrid's mixers), where the norm applies its fp32 weight last, or where fp32
+  // embeddings start the stream in fp32 (a norm that casts back to its input's dtype then
+  // casts to fp32). Gemma's and OLMo 2's norms on bf16 embeddings leave it bf16, and with it
+  // every Linear's input: bitsandbytes has no cast to make around them.
+  bool kbit_fp32_stream = false;
   // transformers' loss before v4.49 copies the shifted fp32 logits (WholeLogitBytes).
   bool shifted_logits_copy = false;
 };

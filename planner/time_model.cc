@@ -95,10 +95,10 @@ struct Ctx : LayerShape {
   int64_t moe_layers = 0;  // layers whose MLP is an MoE block
   double lora_layer_params = 0;  // LoRA adapters per layer (the mean over the layers)
   AdapterWidths adapted{};       // the adapted Linears' widths per layer (AdapterPasses)
-  AdapterWidths linears{};       // every Linear's, where QLoRA casts around each (kbit_prepared)
+  AdapterWidths linears{};       // every Linear's, where QLoRA casts around each (kbit)
   bool adapter_passes = false;   // the adapters run as eager modules beside each Linear
   bool peft_4bit_clone = false;  // peft's LoRA Linear4bit clones its base's output
-  bool kbit = false;             // TrainingRecipe::kbit_prepared: an fp32 residual stream
+  bool kbit = false;             // TrainingRecipe::kbit_fp32_stream: an fp32 residual stream
   double foreach_step_bytes = 0;  // torch's foreach AdamW past a fused step, per local param
   double paged_spill_bytes = 0;   // paged optimizer states moved over PCIe per step (PagedSpillBytes)
 };
@@ -252,11 +252,12 @@ double DequantSeconds(const Ctx& x) {
 // the input's (4 `in`), whose activation its weight gradient reads again (1 `in`). Dropout,
 // where set, writes the dropped input and its mask and reads them back. peft's LoRA
 // Linear4bit clones the base's output first (bnb.py: "defensively clone"), one more read
-// and write in the base's output dtype. With peft's kbit preparation (TrainingRecipe::
-// kbit_prepared) that output is fp32: bitsandbytes casts each Linear's fp32 input to bf16 and
-// returns its output in the input's dtype, autocast casts the input again for lora_A, and the
-// residual stream's own passes move 4 B an element where they moved 2; backward casts the
-// same gradients back. The small GEMMs' FLOPs are left out: r is 8-64 against widths of
+// and write in the base's output dtype. With peft's kbit preparation on an fp32 residual
+// stream (TrainingRecipe::kbit_fp32_stream) that output is fp32: bitsandbytes casts each
+// Linear's fp32 input to bf16 and returns its output in the input's dtype, autocast casts
+// the input again for lora_A, and the residual stream's own passes move 4 B an element where
+// they moved 2; backward casts the same gradients back. Gemma's and OLMo 2's norms on bf16
+// embeddings keep the stream bf16: none of these casts. The small GEMMs' FLOPs are left out: r is 8-64 against widths of
 // thousands. Without these passes the eager LoRA steps ran 10-43% faster than measured on one
 // H100 (bench/data/calibration, the hf and torchtune LoRA and QLoRA records).
 struct AdapterCost {
@@ -771,7 +772,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
     x.adapted = AdapterWidthsPerLayerMean(m, w.lora);
     if (w.task == Task::kQlora) {
       x.peft_4bit_clone = l.stack == Stack::kHf;
-      if (resolved().kbit_prepared) {
+      if (resolved().kbit_fp32_stream) {
         x.kbit = true;
         x.linears = AdapterWidthsPerLayerMean(m, LoraSpec{w.lora.rank, {"all-linear"}, 0});
       }

@@ -273,6 +273,15 @@ TEST(Memory, PeftKbitPreparationKeepsTheResidualInFp32) {
   Workload gemma_plain = w;
   gemma_plain.kbit_prepare = Setting::kOff;
   EXPECT_EQ(Term(EstimateMemory(gemma, w, gl, c), "activations"), Term(EstimateMemory(gemma, gemma_plain, gl, c), "activations"));
+  EXPECT_TRUE(ResolveRecipe(gemma, w, gl).kbit_prepared);
+  EXPECT_FALSE(ResolveRecipe(gemma, w, gl).kbit_fp32_stream);
+  EXPECT_TRUE(r.kbit_fp32_stream);
+  // In fp16 the embeddings stay fp32 and start the stream in fp32: Gemma's norm casts back to
+  // that, so its checkpoints are 4 B per hidden unit too.
+  Workload gemma_half = half;
+  EXPECT_TRUE(ResolveRecipe(gemma, gemma_half, gl).kbit_fp32_stream);
+  EXPECT_EQ(Term(EstimateMemory(gemma, gemma_half, gl, c), "activations"),
+            static_cast<int64_t>(gemma.layers) * 4096 * gemma.hidden * 4);
   // Sharded QLoRA (FSDP, the blocks in bnb_4bit_quant_storage) skips the preparation, as TRL does.
   ClusterSpec two = c;
   two.gpus_per_node = 2;

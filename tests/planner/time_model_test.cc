@@ -1095,6 +1095,20 @@ TEST(EstimateTime, EagerLoraAdaptersPassOverEachAdaptedLinear) {
   Layout two = l;
   two.mbs = 2;
   EXPECT_NEAR(step(plain, two) / 1.089, 1.0, 0.10);
+  // Gemma's norms cast back to the bf16 stream's dtype: peft's preparation leaves nothing to
+  // cast, so it prices as the run without it.
+  auto gemma = LoadModel("gemma-2-9b");
+  ASSERT_TRUE(gemma.ok());
+  auto gemma_step = [&](const Workload& run) {
+    const TimeEstimate t = EstimateTime(*gemma, run, l, c);
+    return Term(t, "compute") + Term(t, "recompute");
+  };
+  Workload gemma_plain = w;
+  gemma_plain.kbit_prepare = Setting::kOff;
+  EXPECT_DOUBLE_EQ(gemma_step(w), gemma_step(gemma_plain));
+  Workload bare = w;
+  bare.kbit_prepare = Setting::kOff;
+  EXPECT_GT(step(w, l), 1.2 * step(bare, l));  // Llama's fp32 stream: the casts cost
   // Compiled, Inductor fuses the scale and the add: only the GEMMs and the dequantization stay.
   Workload compiled = plain;
   compiled.compile = Setting::kOn;
