@@ -402,6 +402,17 @@ TEST(ClusterReads, AmdInstinct) {
     EXPECT_FALSE(StepTimeKnown(cl->gpu));
     EXPECT_NEAR(ToGiB(UsableMemory(cl->gpu)), 191.98, 0.01);
   }
+  // The MI250X and MI250 are two GCDs a package, and ROCm makes each GCD a GPU of 64 GiB:
+  // the package's 128 GB, written with the name, is read as its GCD.
+  for (const char* written : {"MI250X", "AMD Instinct MI250X / MI250", "MI250X 128GB", "MI250", "MI210"}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 8\ngpu: ") + written + "\n");
+    ASSERT_TRUE(cl.ok()) << written << ": " << cl.status().message();
+    EXPECT_EQ(cl->gpu.vendor, "amd") << written;
+    EXPECT_EQ(cl->gpu.memory_bytes, int64_t{64} << 30) << written;
+    EXPECT_FALSE(StepTimeKnown(cl->gpu));
+  }
+  EXPECT_EQ(ReadCluster("gpus_per_node: 8\ngpu: MI250X\n")->gpu.name, "mi250x-64gb");
+  EXPECT_EQ(ReadCluster("gpus_per_node: 8\ngpu: MI250\n")->gpu.name, "mi250-64gb");
   for (const char* written : {"MI325X", "MI355X"}) {
     auto cl = ReadCluster(std::string("gpus_per_node: 8\ngpu: ") + written + "\n");
     ASSERT_TRUE(cl.ok()) << written << ": " << cl.status().message();
