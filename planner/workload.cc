@@ -83,7 +83,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   };
   constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
                           kPerTensor = OptimizerStep::kPerTensor;
-  static const std::array<Alias, 31> kAliases = {{
+  static const std::array<Alias, 34> kAliases = {{
       {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
       {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
       {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
@@ -105,6 +105,11 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
       // wherever the layout's offload_optimizer puts it.
       {"adopt", Optimizer::kAdamW, kAny}, {"sophia", Optimizer::kAdamW, kAny},
       {"sophiag", Optimizer::kAdamW, kAny}, {"deepspeedcpuadam", Optimizer::kAdamW, kAny},
+      // LAMB (You et al. 2019) is Adam's two moments with a per-tensor trust ratio: DeepSpeed's
+      // FusedLamb (its config's "type": "Lamb") and apex's FusedLAMB keep exp_avg and
+      // exp_avg_sq in fp32, and step tensor by tensor.
+      {"lamb", Optimizer::kAdamW, kPerTensor}, {"fusedlamb", Optimizer::kAdamW, kPerTensor},
+      {"fused-lamb", Optimizer::kAdamW, kPerTensor},
       // LOMO and AdaLomo (OpenLMLab/LOMO; HF Trainer's optim "lomo" and "adalomo") step each
       // parameter inside backward: LOMO plain SGD, AdaLomo with Adafactor's factored second
       // moment. OptimizerStepsInBackward says so.

@@ -319,7 +319,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
     return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, "
                                           "sgd, sgd-momentum, adafactor, lion, lion-8bit, rmsprop, adagrad, ademamix, "
-                                          "ademamix-8bit, muon, lomo, adalomo or galore_adamw[_8bit] (HF Trainer's optim names work too), got \"" + *opt + "\"");
+                                          "ademamix-8bit, muon, lamb, lomo, adalomo or galore_adamw[_8bit] (HF Trainer's optim names work too), got \"" + *opt + "\"");
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;

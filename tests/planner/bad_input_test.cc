@@ -969,7 +969,9 @@ TEST(Workload, OptimizerSpellings) {
                         // AdamW's two states under other names; LOMO is SGD, AdaLomo Adafactor's.
                         Case{"adopt", Optimizer::kAdamW, false}, Case{"SophiaG", Optimizer::kAdamW, false},
                         Case{"DeepSpeedCPUAdam", Optimizer::kAdamW, false}, Case{"lomo", Optimizer::kSgd, false},
-                        Case{"adalomo", Optimizer::kAdafactor, false}}) {
+                        Case{"adalomo", Optimizer::kAdafactor, false},
+                        // LAMB keeps Adam's two moments (DeepSpeed's "Lamb", apex's FusedLAMB).
+                        Case{"lamb", Optimizer::kAdamW, false}, Case{"FusedLamb", Optimizer::kAdamW, false}}) {
     Optimizer o = Optimizer::kLion;
     bool paged = !c.paged;
     ASSERT_TRUE(ParseOptimizer(c.name, &o, &paged)) << c.name;
