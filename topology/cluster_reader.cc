@@ -168,8 +168,9 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   if (c.gpu.tdp_watts > 0 && c.gpu.power_limit_watts > c.gpu.tdp_watts)  // a card draws at most its board power
     return doc.ErrorAt(gpu["power_limit"], "power_limit: above the " + tdp_of + " TDP (" +
                                                ShortestNumber(c.gpu.tdp_watts) + " W)");
-  c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth > 0 ? c.gpu.nvlink_bandwidth : 25e9, 2e-6, 0};
-  if (c.gpu.nvlink_bandwidth <= 0) c.intra_node.fabric = "pcie";
+  // Unstated, the GPUs talk as the standard node's do: over NVLink, or PCIe where they have none.
+  if (c.gpu.nvlink_bandwidth > 0) c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth, 2e-6, 0};
+  else c.intra_node = {"pcie", ShippedPcieBandwidth(c.gpu), 5e-6, 0};
   // One NIC per GPU at the rate of the system the GPU ships in.
   c.inter_node = {"infiniband", ShippedNicBandwidth(c.gpu), 5e-6, c.gpus_per_node};
   SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
@@ -214,13 +215,10 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     c.assumed.push_back("inter_node: " + std::to_string(c.inter_node.nics_per_node) + " x " +
                         ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (one NIC per GPU at the rate " + c.gpu.name +
                         " systems ship with; state inter_node: {bandwidth: ..., nics_per_node: ...} for yours)");
-  // The host link, one direction per GPU, where the file does not state it: what a PCIe 4.0
-  // x16 link carries (16 GT/s a lane, 32 GB/s raw) less its protocol overhead, 25 GB/s, and
-  // twice that for the GPUs from Hopper on, which attach over PCIe 5.0 x16 (32 GT/s a lane;
-  // H100's datasheet: "PCIe Gen5: 128 GB/s" both ways, A100's "PCIe Gen4: 64 GB/s").
-  // Measured on one H100 SXM (bench/data/calibration/l8b-hf-pure-paged32-s2k-b4-full):
-  // bitsandbytes paged 64 GB of AdamW states in and out in 1.8 s a step.
-  c.pcie_bandwidth = c.gpu.compute_capability >= 90 ? 50e9 : 25e9;
+  // The host link, one direction per GPU, where the file does not state it: the rate of the
+  // PCIe generation the GPU attaches with, as the built-in clusters and the standard node
+  // state it.
+  c.pcie_bandwidth = ShippedPcieBandwidth(c.gpu);
   if (YAML::Node host = root["host"]; host.IsDefined()) {
     SP_RETURN_IF_ERROR(doc.ExpectMap(host, "host"));
     SP_RETURN_IF_ERROR(doc.CheckKeys(host, {"memory", "pcie_bandwidth"}));

@@ -68,6 +68,13 @@ inline int ShippedNvlinkDomain(const GpuSpec& gpu, int gpus_per_node) {
 // ConnectX-7 NDR, 400 Gb/s, when the catalog does not say.
 inline double ShippedNicBandwidth(const GpuSpec& gpu) { return gpu.nic_bandwidth > 0 ? gpu.nic_bandwidth : 400e9 / 8; }
 
+// The host link per GPU, one direction, at the rate of the PCIe generation the GPU attaches
+// with: x16 Gen5 from Hopper on (H100's datasheet: "PCIe Gen5: 128 GB/s" both ways), Gen4
+// before (A100's "PCIe Gen4: 64 GB/s"). A link rate, as host.pcie_bandwidth states it and
+// `topology discover` reads it (63.02 GB/s for Gen5 x16); HostLinkBandwidth takes the
+// protocol's share off it.
+inline double ShippedPcieBandwidth(const GpuSpec& gpu) { return gpu.compute_capability >= 90 ? 64e9 : 32e9; }
+
 struct ClusterSpec {
   std::string name;
   int nodes = 1;

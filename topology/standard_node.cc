@@ -14,7 +14,7 @@ ClusterSpec StandardNode(const GpuSpec& gpu) {
   c.gpu = gpu;
   // NVLink through NVSwitch: every GPU at its full per-direction NVLink rate. A GPU without
   // NVLink talks over PCIe (Gen4 x16: 32 GB/s per direction, Gen5: 64 GB/s).
-  const double pcie = gpu.compute_capability >= 90 ? 64e9 : 32e9;
+  const double pcie = ShippedPcieBandwidth(gpu);
   if (gpu.nvlink_bandwidth > 0) c.intra_node = {"nvlink", gpu.nvlink_bandwidth, 2e-6, 0};
   else c.intra_node = {"pcie", pcie, 5e-6, 0};
   // A GPU sold in a rack-scale NVLink domain (GB200 NVL72) keeps it across nodes.

@@ -15,6 +15,7 @@
 #include "planner/layout.h"
 #include "planner/units.h"
 #include "topology/cluster_reader.h"
+#include "topology/standard_node.h"
 
 namespace shardplan {
 namespace {
@@ -377,14 +378,27 @@ TEST(ClusterReads, CardsOfFineTuningReports) {
   EXPECT_EQ(gh200->larger_gpus, std::vector<std::string>{"gh200-144gb"});
 }
 
-// Unstated, the host link is what the GPU's PCIe generation carries: 25 GB/s a direction on
-// PCIe 4.0 x16 (Ampere, Ada), twice that on PCIe 5.0 (Hopper on); stated, as written.
+// Unstated, the host link is the rate of the GPU's PCIe generation: 32 GB/s a direction on
+// PCIe 4.0 x16 (Ampere, Ada), twice that on PCIe 5.0 (Hopper on), the link rate the built-in
+// clusters and the standard node state, so that leaving `host:` out changes nothing; stated,
+// as written.
 TEST(ClusterReads, HostLinkFollowsThePcieGeneration) {
-  for (const auto& [gpu, pcie] : {std::pair{"H100", 50e9}, std::pair{"H200", 50e9}, std::pair{"B200", 50e9},
-                                  std::pair{"A100 80GB", 25e9}, std::pair{"RTX 4090", 25e9}, std::pair{"L40S", 25e9}}) {
+  for (const auto& [gpu, pcie] : {std::pair{"H100", 64e9}, std::pair{"H200", 64e9}, std::pair{"B200", 64e9},
+                                  std::pair{"A100 80GB", 32e9}, std::pair{"RTX 4090", 32e9}, std::pair{"L40S", 32e9}}) {
     auto cl = ReadCluster(std::string("gpus_per_node: 1\ngpu: ") + gpu + "\n");
     ASSERT_TRUE(cl.ok()) << gpu << ": " << cl.status().message();
     EXPECT_DOUBLE_EQ(cl->pcie_bandwidth, pcie) << gpu;
+    EXPECT_DOUBLE_EQ(StandardNode(cl->gpu).pcie_bandwidth, pcie) << gpu;
+    // GPUs without NVLink talk over the same link, as the standard node's do.
+    EXPECT_DOUBLE_EQ(cl->intra_node.bandwidth, StandardNode(cl->gpu).intra_node.bandwidth) << gpu;
+    EXPECT_EQ(cl->intra_node.fabric, StandardNode(cl->gpu).intra_node.fabric) << gpu;
+  }
+  for (const char* built_in : {"dgx-a100", "dgx-h100", "rtx4090-pc"}) {
+    auto named = LoadCluster(built_in);
+    ASSERT_TRUE(named.ok()) << built_in;
+    auto bare = ReadCluster("gpus_per_node: 1\ngpu: " + named->gpu.name + "\n");
+    ASSERT_TRUE(bare.ok()) << built_in;
+    EXPECT_DOUBLE_EQ(bare->pcie_bandwidth, named->pcie_bandwidth) << built_in;
   }
   auto stated = ReadCluster("gpus_per_node: 1\ngpu: H100\nhost: {pcie_bandwidth: 16 GB/s}\n");
   ASSERT_TRUE(stated.ok());
