@@ -8,14 +8,17 @@ prints the reserved peak the model reaches beside the one measured.
 
 A trace comes from calibrate.py run with CALIBRATE_TRACE_EVENTS=1: every allocation and free
 the allocator saw, in order, as [action, bytes, address, stream]; bench/data/allocator_traces
-keeps fifteen. The model follows the allocator's policy (c10/cuda/CUDACachingAllocator.cpp):
+keeps eighteen. The model follows the allocator's policy (c10/cuda/CUDACachingAllocator.cpp):
   - a request is rounded up to 512 B;
   - every stream has pools of its own: a block freed on one stream never serves a request
     on another (FSDP's all-gather and reduce-scatter streams keep theirs);
   - requests of 1 MiB or less come from the small pool, larger ones from the large pool;
   - a request takes the smallest free block of its pool that holds it, the lowest address
     among equal sizes: each new segment lies below the ones before it (in every trace here),
-    so a newer segment's block wins, then the lower offset;
+    so a newer segment's block wins, then the lower offset. With expandable segments the free
+    block at a segment's mapped end counts as the size it could grow to (get_free_block's
+    expandable_size: the block plus the unmapped address space after it), so any other block
+    that holds the request comes first;
   - else, natively, a new segment: 2 MiB for the small pool, 20 MiB for large requests under
     10 MiB, the request rounded up to 2 MiB from there; with expandable segments
     (expandable_segments:True, torchtitan's launcher) the pool's one segment maps pages (20 MiB
@@ -64,6 +67,8 @@ class CachingAllocator:
         pool = (stream, "small" if size <= MiB else "large")
         free = self.free.setdefault(pool, [])
         i = bisect.bisect_left(free, (size, -10**9, -1))
+        if self.expandable and i + 1 < len(free) and self.at_tail(free[i]):
+            i += 1  # best fit ranks the block at the mapped end by all it could grow to
         if i < len(free):
             block, seg, off = free.pop(i)
             seg = -seg  # free lists hold -segment: the newer segment, lower in memory, sorts first
@@ -83,6 +88,12 @@ class CachingAllocator:
         else:
             blocks[off] = [block, True]
         self.live[key] = (seg, off)
+
+    def at_tail(self, entry):
+        """Whether a free-list entry is the free block at the end of its expandable segment."""
+        size, seg, off = entry
+        segment = self.segments[-seg]
+        return "end" in segment and off + size == segment["end"]
 
     def grow(self, pool, size):
         """Expandable segments: each stream's pool is one segment that maps pages (20 MiB for the
@@ -161,6 +172,12 @@ def self_test():
     trace = [["a", 30 * MiB, 1], ["a", 5 * MiB, 2], ["f", 30 * MiB, 1], ["a", 45 * MiB, 3]]
     check(replay(trace, expandable=True) == 80 * MiB and replay(trace) == 96 * MiB,
           "expandable segments grow at their end: 80 MiB, natively 96")
+    # Best fit with expandable segments passes over the free block at the mapped end: with 20
+    # MiB free below and 5 MiB free at the end, 4 MiB goes below (the end block counts as all
+    # it could grow to), so 18 MiB then fits nothing and the segment maps 20 MiB more: 60 MiB.
+    # Taking the end block, as plain best fit would, leaves the 20 MiB whole for it: 40 MiB.
+    trace = [["a", 20 * MiB, 1], ["a", 15 * MiB, 2], ["f", 20 * MiB, 1], ["a", 4 * MiB, 3], ["a", 18 * MiB, 4]]
+    check(replay(trace, expandable=True) == 60 * MiB, "best fit ranks the mapped end's block last: 60 MiB")
     # A cache grown by concatenation, layer by layer: each step allocates every layer's tensor
     # one row longer, then frees the old one. The first step finds no freed block big enough
     # (the prompt's 320 MiB are exact) and opens a 322 MiB segment per layer; the second opens
