@@ -334,9 +334,23 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // gradients term.
   const bool experts_outside = l.stack == Stack::kAutomodel && l.ep > 1 && st.ne == 1;
   const double managed = experts_outside ? st.dense : st.params;
-  if (l.framework == Framework::kTorchtitan && l.pp > 1 && l.grad_accum > 1)
-    Add(out, "unsharded_grads_no_sync", 4 * managed, Phase::kLossBackward, Phase::kStep,
-        "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
+  // An interleaved schedule of one round (torch.distributed.pipelining's
+  // ScheduleInterleaved1F1B: rounds = m / pp, so m = pp) runs every warm-up forward, then each
+  // local stage's backwards together, the last stage's first: that stage's last backward
+  // reduce-scatters and frees its grads before the next stage's first allocates its own. At
+  // the peak (the first backward, every activation held) only the last local stage's grads
+  // are unsharded. torchtitan's Llama 3.1 405B on 512 H100s (FSDP 8, TP 8, PP 8, 8
+  // micro-batches): 72.7 GiB reserved interleaved (two stages a rank), 82.5 under 1F1B
+  // (benchmarks/llama3_h100_202412_torchtitan.md, Table 5).
+  if (l.framework == Framework::kTorchtitan && l.pp > 1 && l.grad_accum > 1) {
+    const bool one_round = l.vpp > 1 && l.pp_schedule == PpSchedule::k1f1b && l.grad_accum <= l.pp;
+    const double root = static_cast<double>(s.root_params);
+    const double held = one_round ? (managed - root) / l.vpp + (s.last ? root : 0) : managed;
+    Add(out, "unsharded_grads_no_sync", 4 * held, Phase::kLossBackward, Phase::kStep,
+        one_round ? "FSDP2 no-sync gradient accumulation, fp32: one round of interleaving holds the last local "
+                    "stage's at a time"
+                  : "FSDP2 no-sync gradient accumulation across pipeline micro-batches, fp32");
+  }
   if (!l.reshard_after_forward || l.zero == 2)
     Add(out, "unsharded_params_kept", gwb * (managed - static_cast<double>(s.root_params)), Phase::kForward,
         Phase::kBackward, ctx.r.float8_all_gather ? "reshard_after_forward=False keeps the gathered float8 weights, 1 B/param"
