@@ -335,8 +335,8 @@ void FsdpStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const bool experts_outside = l.stack == Stack::kAutomodel && l.ep > 1 && st.ne == 1;
   const double managed = experts_outside ? st.dense : st.params;
   // An interleaved schedule of one round (torch.distributed.pipelining's
-  // ScheduleInterleaved1F1B: rounds = m / pp, so m = pp) runs every warm-up forward, then each
-  // local stage's backwards together, the last stage's first: that stage's last backward
+  // ScheduleInterleaved1F1B runs max(1, m / pp) rounds: m <= pp) runs every warm-up forward,
+  // then each local stage's backwards together, the last stage's first: that stage's last backward
   // reduce-scatters and frees its grads before the next stage's first allocates its own. At
   // the peak (the first backward, every activation held) only the last local stage's grads
   // are unsharded. torchtitan's Llama 3.1 405B on 512 H100s (FSDP 8, TP 8, PP 8, 8

@@ -257,8 +257,8 @@ double DequantSeconds(const Ctx& x) {
 // Linear's fp32 input to bf16 and returns its output in the input's dtype, autocast casts
 // the input again for lora_A, and the residual stream's own passes move 4 B an element where
 // they moved 2; backward casts the same gradients back. Gemma's and OLMo 2's norms on bf16
-// embeddings keep the stream bf16: none of these casts. The small GEMMs' FLOPs are left out: r is 8-64 against widths of
-// thousands. Without these passes the eager LoRA steps ran 10-43% faster than measured on one
+// embeddings keep the stream bf16: none of these casts. The small GEMMs' FLOPs are left out:
+// r is 8-64 against widths of thousands. Without these passes the eager LoRA steps ran 10-43% faster than measured on one
 // H100 (bench/data/calibration, the hf and torchtune LoRA and QLoRA records).
 struct AdapterCost {
   double fwd = 0, bwd = 0;
