@@ -158,6 +158,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
           if (gpu["tdp"].IsDefined()) c.gpu.tdp_watts = stated.tdp_watts;
           if (gpu["nvlink_domain"].IsDefined()) c.gpu.nvlink_domain = stated.nvlink_domain;
           if (gpu["nic_bandwidth"].IsDefined()) c.gpu.nic_bandwidth = stated.nic_bandwidth;
+          if (gpu["host_link_bandwidth"].IsDefined()) c.gpu.host_link_bandwidth = stated.host_link_bandwidth;
           if (gpu["sms"].IsDefined()) c.gpu.sms = stated.sms;
           tdp_of = *key;
           c.assumed.push_back("gpu: '" + stated.name + "' computes as the catalog's " + *key + " (speeds taken from it)");
@@ -277,7 +278,7 @@ std::string DescribeCluster(const ClusterSpec& c) {
                   FormatBandwidth(c.inter_node_bandwidth_per_gpu()).c_str(), c.inter_node.latency_s * 1e6);
     out += buf;
   }
-  std::snprintf(buf, sizeof buf, "host         %s RAM per node, PCIe %s per GPU\n", FormatBytes(c.host_memory_bytes).c_str(),
+  std::snprintf(buf, sizeof buf, "host         %s RAM per node, host link %s per GPU\n", FormatBytes(c.host_memory_bytes).c_str(),
                 FormatBandwidth(c.pcie_bandwidth).c_str());
   out += buf;
   if (c.nvme_bytes > 0) {

@@ -28,6 +28,7 @@ struct GpuSpec {
   int64_t reserved_bytes = 0;        // of memory_bytes, what the driver keeps for itself (see UsableMemory)
   double fp4_flops = 0;              // dense NVFP4; 0 when the GPU has no FP4 tensor cores
   std::string vendor = "nvidia";     // "amd": kernel efficiencies not measured, so no step time (StepTimeKnown)
+  double host_link_bandwidth = 0;    // host <-> GPU link, bytes/s one direction; 0 = the PCIe generation's (ShippedPcieBandwidth)
   bool operator==(const GpuSpec&) const = default;
 };
 
@@ -68,12 +69,16 @@ inline int ShippedNvlinkDomain(const GpuSpec& gpu, int gpus_per_node) {
 // ConnectX-7 NDR, 400 Gb/s, when the catalog does not say.
 inline double ShippedNicBandwidth(const GpuSpec& gpu) { return gpu.nic_bandwidth > 0 ? gpu.nic_bandwidth : 400e9 / 8; }
 
-// The host link per GPU, one direction, at the rate of the PCIe generation the GPU attaches
-// with: x16 Gen5 from Hopper on (H100's datasheet: "PCIe Gen5: 128 GB/s" both ways), Gen4
-// before (A100's "PCIe Gen4: 64 GB/s"). A link rate, as host.pcie_bandwidth states it and
-// `topology discover` reads it (63.02 GB/s for Gen5 x16); HostLinkBandwidth takes the
-// protocol's share off it.
-inline double ShippedPcieBandwidth(const GpuSpec& gpu) { return gpu.compute_capability >= 90 ? 64e9 : 32e9; }
+// The host link per GPU, one direction: the catalog's host_link_bandwidth where the part
+// states one (GH200's NVLink-C2C to its Grace CPU), else the rate of the PCIe generation the
+// GPU attaches with: x16 Gen5 from Hopper on (H100's datasheet: "PCIe Gen5: 128 GB/s" both
+// ways), Gen4 before (A100's "PCIe Gen4: 64 GB/s"). A link rate, as host.pcie_bandwidth
+// states it and `topology discover` reads it (63.02 GB/s for Gen5 x16); HostLinkBandwidth
+// takes the protocol's share off it.
+inline double ShippedPcieBandwidth(const GpuSpec& gpu) {
+  if (gpu.host_link_bandwidth > 0) return gpu.host_link_bandwidth;
+  return gpu.compute_capability >= 90 ? 64e9 : 32e9;
+}
 
 struct ClusterSpec {
   std::string name;

@@ -83,6 +83,7 @@ std::vector<std::string> Differences(const GpuSpec& g, const GpuSpec& c) {
   if (g.power_limit_watts != c.power_limit_watts) d.push_back("power_limit");
   if (g.nvlink_domain != c.nvlink_domain) d.push_back("nvlink_domain");
   if (g.nic_bandwidth != c.nic_bandwidth) d.push_back("nic_bandwidth");
+  if (g.host_link_bandwidth != c.host_link_bandwidth) d.push_back("host_link_bandwidth");
   if (g.sms != c.sms) d.push_back("sms");
   if (g.vendor != c.vendor) d.push_back("vendor");
   return d;
@@ -124,6 +125,8 @@ std::string WriteGpu(const GpuSpec& g) {
   if (g.nvlink_domain > 0) out += Commented("  nvlink_domain: " + std::to_string(g.nvlink_domain), "GPUs one NVLink fabric joins");
   if (g.nic_bandwidth > 0)
     out += Commented("  nic_bandwidth: " + YamlBitRate(g.nic_bandwidth), "network per GPU as the system ships");
+  if (g.host_link_bandwidth > 0)
+    out += Commented("  host_link_bandwidth: " + YamlBandwidth(g.host_link_bandwidth), "host link per GPU, one direction");
   if (g.sms > 0) out += Commented("  sms: " + std::to_string(g.sms), "streaming multiprocessors");
   return out;
 }

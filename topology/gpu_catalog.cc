@@ -198,7 +198,7 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   SP_RETURN_IF_ERROR(doc.ExpectMap(node, "gpu"));
   std::vector<std::string> keys = {"display_name", "memory", "bf16_tflops", "fp16_tflops", "fp8_tflops", "fp4_tflops",
                                    "fp32_tflops", "memory_bandwidth", "nvlink_bandwidth", "compute_capability",
-                                   "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "sms", "driver_reserved",
+                                   "tdp", "power_limit", "nvlink_domain", "nic_bandwidth", "host_link_bandwidth", "sms", "driver_reserved",
                                    "also_named", "source", "vendor"};
   if (inline_spec) keys.push_back("name");
   SP_RETURN_IF_ERROR(doc.CheckKeys(node, keys));
@@ -251,6 +251,8 @@ StatusOr<GpuSpec> ParseGpu(const Document& doc, const YAML::Node& node, const st
   g.nvlink_domain = static_cast<int>(domain.value_or(0));
   SP_ASSIGN_OR_RETURN(std::optional<double> nic, doc.Bandwidth(node, "nic_bandwidth"));
   g.nic_bandwidth = nic.value_or(0);
+  SP_ASSIGN_OR_RETURN(std::optional<double> host_link, doc.Bandwidth(node, "host_link_bandwidth"));
+  g.host_link_bandwidth = host_link.value_or(0);
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> sms, doc.Int(node, "sms", 1, 1 << 20));
   g.sms = static_cast<int>(sms.value_or(0));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> vendor, doc.String(node, "vendor"));

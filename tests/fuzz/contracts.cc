@@ -64,7 +64,7 @@ bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
          Close(a.tdp_watts, b.tdp_watts) && Close(a.power_limit_watts, b.power_limit_watts) &&
          Close(a.nvlink_bandwidth, b.nvlink_bandwidth) && a.compute_capability == b.compute_capability &&
          a.nvlink_domain == b.nvlink_domain && Close(a.nic_bandwidth, b.nic_bandwidth) && a.sms == b.sms &&
-         a.reserved_bytes == b.reserved_bytes;
+         Close(a.host_link_bandwidth, b.host_link_bandwidth) && a.reserved_bytes == b.reserved_bytes;
 }
 
 bool SameLink(const LinkSpec& a, const LinkSpec& b) {

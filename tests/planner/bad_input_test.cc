@@ -393,6 +393,17 @@ TEST(ClusterReads, HostLinkFollowsThePcieGeneration) {
     EXPECT_DOUBLE_EQ(cl->intra_node.bandwidth, StandardNode(cl->gpu).intra_node.bandwidth) << gpu;
     EXPECT_EQ(cl->intra_node.fabric, StandardNode(cl->gpu).intra_node.fabric) << gpu;
   }
+  // A Grace Hopper GPU reaches its host over NVLink-C2C (900 GB/s both ways), not PCIe; an
+  // MI300X over PCIe Gen5, which its missing CUDA compute capability cannot say.
+  for (const auto& [gpu, link] : {std::pair{"GH200", 450e9}, std::pair{"GH200 144GB", 450e9}, std::pair{"MI300X", 64e9}}) {
+    auto cl = ReadCluster(std::string("gpus_per_node: 1\ngpu: ") + gpu + "\n");
+    ASSERT_TRUE(cl.ok()) << gpu << ": " << cl.status().message();
+    EXPECT_DOUBLE_EQ(cl->pcie_bandwidth, link) << gpu;
+    EXPECT_DOUBLE_EQ(StandardNode(cl->gpu).pcie_bandwidth, link) << gpu;
+  }
+  auto own = ReadCluster("gpus_per_node: 1\ngpu: {name: x, memory: 96 GiB, bf16_tflops: 900, host_link_bandwidth: 200 GB/s}\n");
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_DOUBLE_EQ(own->pcie_bandwidth, 200e9);
   for (const char* built_in : {"dgx-a100", "dgx-h100", "rtx4090-pc"}) {
     auto named = LoadCluster(built_in);
     ASSERT_TRUE(named.ok()) << built_in;
