@@ -98,6 +98,18 @@ std::string ParallelismSection(const Plan& plan, Emitted& out) {
   if (l.pp > 1) {
     p += fmt::format("pipeline_parallel_schedule = {}\n", Quote(Schedule(l)));
     p += fmt::format("pipeline_parallel_microbatch_size = {}\n", l.mbs);
+    // Stages the layout states: torchtitan's split points, the first layer of each stage but
+    // the first. Unstated, torchtitan's own split is the one the plan priced (StageLayers).
+    if (static_cast<int>(l.stages.size()) == l.pp && l.vpp <= 1) {
+      std::string points;
+      int layer = 0;
+      for (size_t i = 0; i + 1 < l.stages.size(); ++i)
+        points += (i > 0 ? ", " : "") + Quote("layers." + std::to_string(layer += l.stages[i]));
+      p += "pipeline_parallel_split_points = [" + points + "]\n";
+    } else if (!l.stages.empty()) {
+      out.Note("torchtitan: stages per rank over interleaved virtual stages have no split points to write; "
+               "torchtitan splits its own way");
+    }
   }
   p += fmt::format("context_parallel_degree = {}\n", l.cp);
   p += fmt::format("expert_parallel_degree = {}\n", l.ep);

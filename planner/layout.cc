@@ -599,8 +599,34 @@ std::string FormatLayout(const Layout& l) {
   return s;
 }
 
+namespace {
+
+// torchtitan's automatic split (torchtitan/distributed/pipeline.py generate_split_points from
+// 2025-04-15, the same numbers in its later generate_llm_fqn_per_model_part): the embeddings
+// and the head count as a layer each, the n + 2 go evenly to the pp x vpp virtual stages with
+// the remainder one each to the first ones, and rank r holds virtual stages r, r + pp, ...
+// (the V of ZBVZeroBubble: r and 2 pp - 1 - r). Llama 3.1 405B on PP 8: 15, 16 x 6, 15.
+// Empty when a virtual stage would hold no layer (the even split stands then).
+std::vector<int> TorchtitanStageLayers(int64_t layers, const Layout& l) {
+  const int pp = l.pp, vpp = std::max(1, l.vpp), stages = pp * vpp;
+  const int64_t effective = layers + 2, per = effective / stages, extra = effective % stages;
+  std::vector<int> out(static_cast<size_t>(pp), 0);
+  for (int v = 0; v < stages; ++v) {
+    const int64_t held = per + (v < extra ? 1 : 0) - (v == 0 ? 1 : 0) - (v == stages - 1 ? 1 : 0);
+    if (held <= 0) return {};
+    const int chunk = v / pp, pos = v % pp;
+    const int rank = l.pp_schedule == PpSchedule::kZbv && chunk % 2 == 1 ? pp - 1 - pos : pos;
+    out[static_cast<size_t>(rank)] += static_cast<int>(held);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<int> StageLayers(const ModelSpec& m, const Layout& l) {
   if (!l.stages.empty()) return l.stages;
+  if (TorchtitanItself(l) && l.pp > 1)
+    if (std::vector<int> titan = TorchtitanStageLayers(m.layers, l); !titan.empty()) return titan;
   std::vector<int> out(static_cast<size_t>(l.pp), static_cast<int>(m.layers / l.pp));
   for (int64_t i = 0; i < m.layers % l.pp; ++i) ++out[static_cast<size_t>(i)];
   return out;

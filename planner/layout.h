@@ -172,8 +172,9 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
 // 2025-04 did (each rank's batch over the pipeline stages) rather than the later default, 1.
 bool TorchtitanStageSplit(const Layout& l);
 
-// Layers on each pipeline stage: `stages` when given, else Megatron's balanced split
-// (earlier stages take the remainder).
+// Layers on each pipeline stage (per rank, its virtual stages together): `stages` when given,
+// torchtitan's own split for torchtitan (the embeddings and the head weigh a layer each), else
+// the balanced split, earlier stages taking the remainder.
 std::vector<int> StageLayers(const ModelSpec& m, const Layout& l);
 
 }  // namespace shardplan

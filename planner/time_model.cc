@@ -99,6 +99,7 @@ struct Ctx : LayerShape {
   bool adapter_passes = false;   // the adapters run as eager modules beside each Linear
   bool peft_4bit_clone = false;  // peft's LoRA Linear4bit clones its base's output
   bool kbit = false;             // TrainingRecipe::kbit_fp32_stream: an fp32 residual stream
+  std::vector<int> stage_layers;  // layers per stage where not the balanced split (StageLayers)
   double foreach_step_bytes = 0;  // torch's foreach AdamW past a fused step, per local param
   double paged_spill_bytes = 0;   // paged optimizer states moved over PCIe per step (PagedSpillBytes)
 };
@@ -438,16 +439,16 @@ struct StageShape {
 // with the first two.
 enum class LayerSet { kAll, kLowPrecision, kBf16 };
 
-// Layers on stage `s`: `stages` when given, else Megatron's balanced split with the
-// remainder on the earlier stages (layout.h StageLayers). Full recomputation takes the
-// stage's first ac_layers layers (Megatron --recompute-num-layers).
+// Layers on stage `s`: `stages` when given, torchtitan's own split for torchtitan, else the
+// balanced split with the remainder on the earlier stages (layout.h StageLayers). Full
+// recomputation takes the stage's first ac_layers layers (Megatron --recompute-num-layers).
 StageShape ShapeOf(const Ctx& x, int s, LayerSet set = LayerSet::kAll, Bf16Layers bf16 = {}) {
   const Layout& l = x.l;
   const ModelSpec& m = x.m;
   int first = 0, n = 0;
-  if (static_cast<int>(l.stages.size()) == x.pp) {
-    for (int i = 0; i < s; ++i) first += l.stages[static_cast<size_t>(i)];
-    n = l.stages[static_cast<size_t>(s)];
+  if (static_cast<int>(x.stage_layers.size()) == x.pp) {
+    for (int i = 0; i < s; ++i) first += x.stage_layers[static_cast<size_t>(i)];
+    n = x.stage_layers[static_cast<size_t>(s)];
   } else {
     const int base = static_cast<int>(m.layers / x.pp), rem = static_cast<int>(m.layers % x.pp);
     first = s * base + std::min(s, rem);
@@ -758,6 +759,8 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;
+  // Stages split as the memory model splits them, where that is not the balanced split.
+  if (!l.stages.empty() || (TorchtitanItself(l) && x.pp > 1)) x.stage_layers = StageLayers(m, l);
   x.lora_layer_params = x.lora ? LoraLayerParams(m, w.lora) : 0;
   std::optional<TrainingRecipe> recipe;  // resolved once, where a term below needs it
   auto resolved = [&]() -> const TrainingRecipe& {

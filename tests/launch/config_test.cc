@@ -185,6 +185,19 @@ TEST(TorchtitanConfigTest, DegreesMultiplyToTheWorld) {
   EXPECT_THAT(t, HasSubstr("mode = \"selective\"\n"));
 }
 
+// Stages the layout states become torchtitan's split points (the first layer of each stage
+// but the first); unstated, torchtitan splits as the plan priced and none are written.
+TEST(TorchtitanConfigTest, StatedStagesAreSplitPoints) {
+  Plan p = TpPpZero1MultiNode();
+  StatusOr<Emitted> bare = TorchtitanConfig(p, Shape(p));
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  EXPECT_THAT(bare->files.at(0).text, Not(HasSubstr("pipeline_parallel_split_points")));
+  p.layout.stages = {38, 42};  // Llama 3.1 70B's 80 layers
+  StatusOr<Emitted> e = TorchtitanConfig(p, Shape(p));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_THAT(e->files.at(0).text, HasSubstr("pipeline_parallel_split_points = [\"layers.38\"]\n"));
+}
+
 TEST(TorchtitanConfigTest, Float8WhenPlanned) {
   Plan p = FsdpOneNode();
   p.workload.precision = Dtype::kFp8;

@@ -965,6 +965,25 @@ TEST(Pipeline, UnevenStages) {
   EXPECT_EQ(std::accumulate(s.begin(), s.end(), 0), 126);
 }
 
+// torchtitan splits its own way: the embeddings and the head weigh a layer each, the rest goes
+// evenly over the virtual stages, the first ones taking the remainder (pipeline.py).
+TEST(Pipeline, TorchtitanSplitsAsTorchtitan) {
+  const ModelSpec m = Model("llama-3.1-405b");
+  Layout l;
+  l.framework = Framework::kTorchtitan;
+  l.pp = 8;
+  EXPECT_EQ(StageLayers(m, l), (std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15}));
+  l.vpp = 2;  // virtual stages of 7, 8 x 14, 7: rank 0 holds the first and the ninth
+  EXPECT_EQ(StageLayers(m, l), (std::vector<int>{15, 16, 16, 16, 16, 16, 16, 15}));
+  l.pp = 4;
+  l.pp_schedule = PpSchedule::kZbv;  // a V: rank 0 holds the first and the last of 15, 16 x 6, 15
+  EXPECT_EQ(StageLayers(m, l), (std::vector<int>{30, 32, 32, 32}));
+  Layout small;
+  small.framework = Framework::kTorchtitan;
+  small.pp = 4;  // Llama 3.1 8B: 34 effective layers, 9, 9, 8, 8
+  EXPECT_EQ(StageLayers(Model("llama-3.1-8b"), small), (std::vector<int>{8, 9, 8, 7}));
+}
+
 TEST(Allocator, Rounding) {
   EXPECT_EQ(RoundAllocation(1), 512);
   EXPECT_EQ(RoundAllocation(1000), 1024);

@@ -165,8 +165,14 @@ TEST(Recipe, TorchtitanGathersFloat8WeightsInFloat8) {
   const Workload off = Recipe(base + "fp8_all_gather: off\n");
   const MemoryEstimate fp8 = Estimate(m, unstated, c, layout);
   const MemoryEstimate bf16 = Estimate(m, off, c, layout);
-  ASSERT_GT(Term(fp8, "unsharded_params_kept"), 0);
-  EXPECT_NEAR(static_cast<double>(Term(bf16, "unsharded_params_kept")), 2.0 * Term(fp8, "unsharded_params_kept"), 2);
+  // One stage of both (torchtitan's split gives the middle ones a layer more than the ends).
+  auto kept = [](const MemoryEstimate& e) {
+    for (const MemoryTerm& t : e.stages.at(1).terms)
+      if (t.name == "unsharded_params_kept") return static_cast<double>(t.bytes);
+    return 0.0;
+  };
+  ASSERT_GT(kept(fp8), 0);
+  EXPECT_NEAR(kept(bf16), 2.0 * kept(fp8), 2);
   EXPECT_NEAR(ToGiB(fp8.fullest().reserved_peak), 82.5, 0.05 * 82.5);
   EXPECT_GT(ToGiB(bf16.fullest().reserved_peak), 82.5 * 1.08);  // what gathering bf16 over-states
 
@@ -815,7 +821,8 @@ TEST(Recipe, ZbvHoldsOneF1BsActivations) {
       if (t.name == "activations") return static_cast<double>(t.bytes);
     return 0.0;
   };
-  const std::string base = "framework=torchtitan,pp=4,dp=2,zero=3,mbs=1,ac=none";
+  // Stated stages: torchtitan's own split gives a V's first rank fewer layers than 1F1B's.
+  const std::string base = "framework=torchtitan,pp=4,dp=2,zero=3,mbs=1,ac=none,stages=8/8/8/8";
   const double one = first_stage(base), v = first_stage(base + ",pp_schedule=zbv"),
                inter = first_stage(base + ",vpp=2");
   ASSERT_GT(one, 0);
