@@ -692,6 +692,24 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                  "grad of the residual stream plus one layer's intermediate grads during backward"});
   out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,
                  "input_ids, labels, position_ids in int64"});
+  // torch.distributed.pipelining (torchtitan's and AutoModel's pipelines) allocates, at the
+  // first step, a receive buffer per micro-batch for every local stage's input but the first
+  // stage's, and one for every local stage's output gradient but the last stage's, and keeps
+  // them (stage.py PipelineStage._prepare_forward_infra, _create_grad_recv_info): the
+  // stage-boundary hidden states, sequence-sharded under TP. A received input is the stage's
+  // first saved tensor while its micro-batch is in flight, counted among the activations then.
+  if (l.framework == Framework::kTorchtitan && l.pp > 1) {
+    const int local = std::max(1, l.vpp);
+    const double m_count = static_cast<double>(std::max<int64_t>(1, l.grad_accum));
+    const double inputs = (local - (s.first ? 1 : 0)) * std::max(0.0, m_count - std::min(m_count, inflight));
+    const double grads = (local - (s.last ? 1 : 0)) * m_count;
+    const double one = (ctx.w.precision == Dtype::kFp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;
+    if (inputs + grads > 0)
+      out.push_back({"pipeline_recv_buffers", static_cast<int64_t>(one * (inputs + grads)),
+                     static_cast<int64_t>(std::ceil(inputs + grads)), Phase::kSetup, Phase::kStep, Pool::kTorch,
+                     "torch pipelining's receive buffers, one per micro-batch: each local stage's output gradient "
+                     "(but the last's), and its input (but the first's) beyond the micro-batches in flight"});
+  }
   // BLOOM's LayerNorm after the embedding sits outside every checkpointed layer (HF
   // word_embeddings_layernorm; Megatron-DeepSpeed checkpoints only the transformer layers,
   // pipe/module.py), so it saves its input for each micro-batch in flight whatever `ac` is.

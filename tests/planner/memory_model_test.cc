@@ -256,6 +256,31 @@ TEST(Memory, TorchtitanInterleavedRoundFreesOneStagesGradsBeforeTheNext) {
   EXPECT_EQ(grads(base + ",vpp=2,mbs=2"), one_f_one_b);  // 16 micro-batches: two rounds
 }
 
+// torch.distributed.pipelining allocates a receive buffer per micro-batch for every local
+// stage's input (but the first stage's) and output gradient (but the last's), and keeps them:
+// the stage-boundary hidden states, sequence-sharded under TP (stage.py). The inputs of the
+// micro-batches in flight are already the stages' first saved tensors. Llama 3.1 405B on
+// PP 8 x TP 8 with 8 micro-batches of 4 x 8,192 tokens: 128 MiB a buffer.
+TEST(Memory, TorchPipeliningKeepsAReceiveBufferPerMicroBatch) {
+  const ModelSpec m = Model("llama-3.1-405b");
+  const ClusterSpec c = Cluster("dgx-h100", 64);
+  const Workload w = Train(8192, 256);
+  auto buffers = [&](const std::string& layout, size_t stage) {
+    const MemoryEstimate e = EstimateMemory(m, w, Resolve(m, w, c, layout), c);
+    for (const MemoryTerm& t : e.stages.at(stage).terms)
+      if (t.name == "pipeline_recv_buffers") return t.bytes;
+    return int64_t{0};
+  };
+  const std::string base = "dp=8,tp=8,pp=8,zero=3,ac=full,mbs=4";
+  const int64_t one = 2LL * 4 * 8192 * 16384 / 8;
+  EXPECT_EQ(buffers("framework=torchtitan," + base, 0), 8 * one);         // gradients only
+  EXPECT_EQ(buffers("framework=torchtitan," + base, 3), (8 + 3) * one);   // 5 of 8 inputs in flight
+  EXPECT_EQ(buffers("framework=torchtitan," + base, 7), 7 * one);         // inputs only, one in flight
+  EXPECT_EQ(buffers("framework=torchtitan,vpp=2," + base, 0), 16 * one);  // every input in flight
+  // Megatron's schedule receives into fresh tensors, one exchange at a time.
+  EXPECT_EQ(buffers("framework=megatron,dp=8,tp=8,pp=8,zero=1,ac=full,mbs=4", 3), 0);
+}
+
 // QLoRA through TRL and peft's prepare_model_for_kbit_training: the norms' weights in fp32
 // make the residual stream fp32 (the checkpoint of every layer 4 B per hidden unit where a
 // bf16 run keeps 2) and the 4-bit gate and up projections return fp32 (the MLP's three
