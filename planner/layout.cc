@@ -606,7 +606,9 @@ namespace {
 // and the head count as a layer each, the n + 2 go evenly to the pp x vpp virtual stages with
 // the remainder one each to the first ones, and rank r holds virtual stages r, r + pp, ...
 // (the V of ZBVZeroBubble: r and 2 pp - 1 - r). Llama 3.1 405B on PP 8: 15, 16 x 6, 15.
-// Empty when a virtual stage would hold no layer (the even split stands then).
+// Empty when a virtual stage would hold no layer (the even split stands then). Releases
+// before gave the first stage n / S and the middle ones the remainder, the last the rest (at
+// 9dec370, 2024-12): the same for 405B on PP 8, not modelled apart.
 std::vector<int> TorchtitanStageLayers(int64_t layers, const Layout& l) {
   const int pp = l.pp, vpp = std::max(1, l.vpp), stages = pp * vpp;
   const int64_t effective = layers + 2, per = effective / stages, extra = effective % stages;
