@@ -99,7 +99,7 @@ struct Ctx : LayerShape {
   bool adapter_passes = false;   // the adapters run as eager modules beside each Linear
   bool peft_4bit_clone = false;  // peft's LoRA Linear4bit clones its base's output
   bool kbit = false;             // TrainingRecipe::kbit_fp32_stream: an fp32 residual stream
-  std::vector<int> stage_layers;  // layers per stage where not the balanced split (StageLayers)
+  std::vector<int> stage_layers{};  // layers per stage where not the balanced split (StageLayers)
   double foreach_step_bytes = 0;  // torch's foreach AdamW past a fused step, per local param
   double paged_spill_bytes = 0;   // paged optimizer states moved over PCIe per step (PagedSpillBytes)
 };
