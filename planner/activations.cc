@@ -686,8 +686,9 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
                      "loss's"});
   }
   // The gradient flowing back through the layers: one layer's input-sized buffer, twice.
-  const double grad_bytes = ctx.w.precision == Dtype::kFp32 ? 4 : 2;
-  out.push_back({"activation_gradients", static_cast<int64_t>(2 * grad_bytes * d.s * d.b * d.h / d.sp_div + largest_transient), 3,
+  // The residual stream at a layer's (or a stage's) boundary, one micro-batch.
+  const double boundary = (ctx.w.precision == Dtype::kFp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;
+  out.push_back({"activation_gradients", static_cast<int64_t>(2 * boundary + largest_transient), 3,
                  Phase::kBackward, Phase::kBackward, Pool::kTorch,
                  "grad of the residual stream plus one layer's intermediate grads during backward"});
   out.push_back({"inputs", static_cast<int64_t>(3 * 8 * d.s * d.b), 3, Phase::kForward, Phase::kBackward, Pool::kTorch,
@@ -703,9 +704,8 @@ void AddActivations(const MemoryContext& ctx, const StageShape& s, std::vector<M
     const double m_count = static_cast<double>(std::max<int64_t>(1, l.grad_accum));
     const double inputs = (local - (s.first ? 1 : 0)) * std::max(0.0, m_count - std::min(m_count, inflight));
     const double grads = (local - (s.last ? 1 : 0)) * m_count;
-    const double one = (ctx.w.precision == Dtype::kFp32 ? 4 : 2) * d.s * d.b * d.h / d.sp_div;
     if (inputs + grads > 0)
-      out.push_back({"pipeline_recv_buffers", static_cast<int64_t>(one * (inputs + grads)),
+      out.push_back({"pipeline_recv_buffers", static_cast<int64_t>(boundary * (inputs + grads)),
                      static_cast<int64_t>(std::ceil(inputs + grads)), Phase::kSetup, Phase::kStep, Pool::kTorch,
                      "torch pipelining's receive buffers, one per micro-batch: each local stage's output gradient "
                      "(but the last's), and its input (but the first's) beyond the micro-batches in flight"});

@@ -629,8 +629,9 @@ std::vector<int> StageLayers(const ModelSpec& m, const Layout& l) {
   if (!l.stages.empty()) return l.stages;
   if (TorchtitanItself(l) && l.pp > 1)
     if (std::vector<int> titan = TorchtitanStageLayers(m.layers, l); !titan.empty()) return titan;
-  std::vector<int> out(static_cast<size_t>(l.pp), static_cast<int>(m.layers / l.pp));
-  for (int64_t i = 0; i < m.layers % l.pp; ++i) ++out[static_cast<size_t>(i)];
+  std::vector<int> out(static_cast<size_t>(l.pp));
+  int first = 0;
+  for (int s = 0; s < l.pp; ++s) out[static_cast<size_t>(s)] = BalancedStageLayers(m.layers, l.pp, s, &first);
   return out;
 }
 

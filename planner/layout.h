@@ -177,4 +177,11 @@ bool TorchtitanStageSplit(const Layout& l);
 // the balanced split, earlier stages taking the remainder.
 std::vector<int> StageLayers(const ModelSpec& m, const Layout& l);
 
+// The balanced split's stage `s` of `pp`: its layers, and the index of its first layer.
+inline int BalancedStageLayers(int64_t layers, int pp, int s, int* first) {
+  const int base = static_cast<int>(layers / pp), rem = static_cast<int>(layers % pp);
+  *first = s * base + (s < rem ? s : rem);
+  return base + (s < rem ? 1 : 0);
+}
+
 }  // namespace shardplan

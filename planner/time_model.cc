@@ -259,8 +259,9 @@ double DequantSeconds(const Ctx& x) {
 // the input again for lora_A, and the residual stream's own passes move 4 B an element where
 // they moved 2; backward casts the same gradients back. Gemma's and OLMo 2's norms on bf16
 // embeddings keep the stream bf16: none of these casts. The small GEMMs' FLOPs are left out:
-// r is 8-64 against widths of thousands. Without these passes the eager LoRA steps ran 10-43% faster than measured on one
-// H100 (bench/data/calibration, the hf and torchtune LoRA and QLoRA records).
+// r is 8-64 against widths of thousands. Without these passes the eager LoRA steps ran 10-43%
+// faster than measured on one H100 (bench/data/calibration, the hf and torchtune LoRA and
+// QLoRA records).
 struct AdapterCost {
   double fwd = 0, bwd = 0;
 };
@@ -450,9 +451,7 @@ StageShape ShapeOf(const Ctx& x, int s, LayerSet set = LayerSet::kAll, Bf16Layer
     for (int i = 0; i < s; ++i) first += x.stage_layers[static_cast<size_t>(i)];
     n = x.stage_layers[static_cast<size_t>(s)];
   } else {
-    const int base = static_cast<int>(m.layers / x.pp), rem = static_cast<int>(m.layers % x.pp);
-    first = s * base + std::min(s, rem);
-    n = base + (s < rem ? 1 : 0);
+    n = BalancedStageLayers(m.layers, x.pp, s, &first);
   }
   StageShape sh;
   // The embeddings and the head go with the whole stage or its low-precision part.

@@ -170,8 +170,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     return doc.ErrorAt(gpu["power_limit"], "power_limit: above the " + tdp_of + " TDP (" +
                                                ShortestNumber(c.gpu.tdp_watts) + " W)");
   // Unstated, the GPUs talk as the standard node's do: over NVLink, or PCIe where they have none.
-  if (c.gpu.nvlink_bandwidth > 0) c.intra_node = {"nvlink", c.gpu.nvlink_bandwidth, 2e-6, 0};
-  else c.intra_node = {"pcie", ShippedPcieBandwidth(c.gpu), 5e-6, 0};
+  c.intra_node = ShippedIntraNodeLink(c.gpu);
   // One NIC per GPU at the rate of the system the GPU ships in.
   c.inter_node = {"infiniband", ShippedNicBandwidth(c.gpu), 5e-6, c.gpus_per_node};
   SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));

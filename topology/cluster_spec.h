@@ -80,6 +80,13 @@ inline double ShippedPcieBandwidth(const GpuSpec& gpu) {
   return gpu.compute_capability >= 90 ? 64e9 : 32e9;
 }
 
+// How the GPUs of one node talk as the part ships: its NVLink at the full per-direction rate
+// (through NVSwitch), or PCIe at its host link's rate where it has none.
+inline LinkSpec ShippedIntraNodeLink(const GpuSpec& gpu) {
+  if (gpu.nvlink_bandwidth > 0) return {"nvlink", gpu.nvlink_bandwidth, 2e-6, 0, 0};
+  return {"pcie", ShippedPcieBandwidth(gpu), 5e-6, 0, 0};
+}
+
 struct ClusterSpec {
   std::string name;
   int nodes = 1;
