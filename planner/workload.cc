@@ -63,6 +63,10 @@ bool ParseTask(std::string_view written, Task* out) {
 
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerStep* step) {
   std::string n = Spelling(s);
+  // A class path as configs name the optimizer (torchtune's _component_: torch.optim.AdamW or
+  // bitsandbytes.optim.PagedAdamW8bit, torchao.optim.AdamW8bit, apex.optimizers.FusedAdam):
+  // the class name says it.
+  if (const size_t dot = n.rfind('.'); dot != std::string::npos) n = n.substr(dot + 1);
   // GaLore projects the gradients of AdamW, 8-bit AdamW or Adafactor; its _layerwise forms
   // step in the gradient hooks (OptimizerStepsInBackward).
   if (GaloreOptimizer(s)) {
@@ -83,19 +87,20 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   };
   constexpr OptimizerStep kAny = OptimizerStep::kAuto, kForeach = OptimizerStep::kForeach,
                           kPerTensor = OptimizerStep::kPerTensor;
-  static const std::array<Alias, 34> kAliases = {{
+  static const std::array<Alias, 31> kAliases = {{
       {"adamw-torch", Optimizer::kAdamW, kForeach}, {"adamw-torch-fused", Optimizer::kAdamW, kPerTensor},
       {"adamw-hf", Optimizer::kAdamW, kPerTensor}, {"adamw-apex-fused", Optimizer::kAdamW, kPerTensor},
       {"fusedadam", Optimizer::kAdamW, kPerTensor}, {"adamw-32bit", Optimizer::kAdamW, kAny},
-      {"adamw-bnb-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw8bit", Optimizer::kAdamW8bit, kAny},
-      {"bnb-adamw8bit", Optimizer::kAdamW8bit, kAny}, {"adam8bit", Optimizer::kAdamW8bit, kAny},
-      {"adam-8bit", Optimizer::kAdamW8bit, kAny}, {"adamw-8bit", Optimizer::kAdamW8bit, kAny},
+      {"adamw-bnb-8bit", Optimizer::kAdamW8bit, kAny}, {"bnb-adamw-8bit", Optimizer::kAdamW8bit, kAny},
+      {"adam-8bit", Optimizer::kAdamW8bit, kAny},
+      // torchao's AdamWFp8 keeps both moments in float8 with a scale per block, 8-bit AdamW's bytes.
+      {"adamwfp8", Optimizer::kAdamW8bit, kAny},
       {"sgd-nesterov", Optimizer::kSgdMomentum, kAny}, {"lion-32bit", Optimizer::kLion, kAny},
       {"adafactor-hf", Optimizer::kAdafactor, kAny}, {"adamw-anyprecision", Optimizer::kAdamW, kAny},
       {"muonclip", Optimizer::kMuon, kAny}, {"distributed-muon", Optimizer::kMuon, kAny},
       // HF Trainer's names for bitsandbytes' and torchao's low-bit optimizers; schedule-free
       // AdamW keeps z and exp_avg_sq, AdamW's two fp32 states (facebookresearch/schedule_free).
-      {"lion8bit", Optimizer::kLion8bit, kAny}, {"ademamix-32bit", Optimizer::kAdemamix, kAny},
+      {"ademamix-32bit", Optimizer::kAdemamix, kAny},
       {"adamw-torch-4bit", Optimizer::kAdamW4bit, kAny}, {"adamw4bit", Optimizer::kAdamW4bit, kAny},
       {"adamw-torch-8bit", Optimizer::kAdamW8bit, kAny}, {"schedule-free-adamw", Optimizer::kAdamW, kAny},
       {"rmsprop-torch", Optimizer::kRmsprop, kAny},
@@ -114,6 +119,10 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
       // parameter inside backward: LOMO plain SGD, AdaLomo with Adafactor's factored second
       // moment. OptimizerStepsInBackward says so.
       {"lomo", Optimizer::kSgd, kAny}, {"adalomo", Optimizer::kAdafactor, kAny}}};
+  // bitsandbytes' class names write the state width without a dash (AdamW8bit, Lion32bit,
+  // AdEMAMix8bit): 32-bit states are the plain optimizer's, 8-bit ones its -8bit form.
+  if (n.ends_with("32bit") && !n.ends_with("-32bit") && n.size() > 5) n.resize(n.size() - 5);
+  if (n.ends_with("8bit") && !n.ends_with("-8bit") && n.size() > 4) n.insert(n.size() - 4, "-");
   OptimizerStep named = kAny;
   bool found = Parse(kOptimizers, n, out);
   for (const Alias& a : kAliases)

@@ -261,6 +261,49 @@ StatusOr<std::optional<int64_t>> ReadSeqLen(const Document& doc, const YAML::Nod
 
 StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
 
+// The optimizer by name (adamw, paged_adamw_8bit, torch.optim.AdamW), or as a config block
+// names it: torchtune's {_component_: torch.optim.AdamW, fused: true, lr: ...} or DeepSpeed's
+// {type: AdamW, params: {...}}. Of the block's settings, fused and foreach say how the step
+// runs and override what the name implies; momentum > 0 gives SGD a momentum buffer; the
+// rest (learning rate, betas, ...) do not change memory. Returns the name as written.
+StatusOr<std::optional<std::string>> ReadOptimizer(const Document& doc, const YAML::Node& root, Workload& w) {
+  const YAML::Node given = root["optimizer"];
+  const bool block = given.IsDefined() && given.IsMap();
+  const YAML::Node& holder = block ? given : root;
+  const char* key = !block ? "optimizer" : given["_component_"].IsDefined() ? "_component_" : "type";
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(holder, key));
+  if (block && !name)
+    return doc.ErrorAt(given, "optimizer: a block needs the optimizer's class, as _component_ (torchtune: "
+                              "torch.optim.AdamW) or type (DeepSpeed: AdamW)");
+  if (!name) return name;
+  std::string resolved = *name;
+  std::optional<bool> fused, foreach;
+  if (block) {
+    SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(given, {"type", "fused", "foreach", "momentum", "amsgrad", "params", "lr",
+                                                       "betas", "eps", "weight_decay"}));
+    SP_ASSIGN_OR_RETURN(std::optional<bool> amsgrad, doc.Bool(given, "amsgrad"));
+    if (amsgrad && *amsgrad)
+      return doc.ErrorAt(given["amsgrad"], "optimizer: amsgrad keeps a third state (max_exp_avg_sq), which shardplan "
+                                           "does not model; expected amsgrad: false");
+    SP_ASSIGN_OR_RETURN(std::optional<double> momentum, doc.Number(given, "momentum", 0, 1));
+    SP_ASSIGN_OR_RETURN(fused, doc.Bool(given, "fused"));
+    SP_ASSIGN_OR_RETURN(foreach, doc.Bool(given, "foreach"));
+    Optimizer o;
+    if (momentum && *momentum > 0 && ParseOptimizer(*name, &o) && o == Optimizer::kSgd) resolved = "sgd-momentum";
+  }
+  if (!ParseOptimizer(resolved, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
+    return doc.ErrorAt(block ? given[key] : given,
+                       "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, sgd, "
+                       "sgd-momentum, adafactor, lion, lion-8bit, rmsprop, adagrad, ademamix, ademamix-8bit, muon, lamb, "
+                       "lomo, adalomo or galore_adamw[_8bit] (HF Trainer's optim names and class paths such as "
+                       "torch.optim.AdamW work too), got \"" + *name + "\"");
+  // torch.optim: fused=True runs one kernel per tensor group; foreach=False loops over the
+  // tensors one at a time; foreach=True stacks the whole group (torch/optim/adamw.py).
+  if (fused && *fused) w.optimizer_step = OptimizerStep::kPerTensor;
+  else if (foreach) w.optimizer_step = *foreach ? OptimizerStep::kForeach : OptimizerStep::kPerTensor;
+  return name;
+}
+
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& root);
 
 StatusOr<Workload> ParseWorkloadNode(const Document& doc, const YAML::Node& root) {
@@ -315,11 +358,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (w.precision == Dtype::kFp4 && !w.training())
     return doc.ErrorAt(root["precision"], "precision: nvfp4 is a training recipe; to serve NVFP4 weights say inference: "
                                           "{weights: nvfp4}, got \"nvfp4\" for task inference");
-  SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, doc.String(root, "optimizer"));
-  if (opt && !ParseOptimizer(*opt, &w.optimizer, &w.paged_optimizer, &w.optimizer_step))
-    return doc.ErrorAt(root["optimizer"], "optimizer: expected adamw, adam, adamw-8bit, adamw-4bit, paged-adamw-8bit, paged-adamw, "
-                                          "sgd, sgd-momentum, adafactor, lion, lion-8bit, rmsprop, adagrad, ademamix, "
-                                          "ademamix-8bit, muon, lamb, lomo, adalomo or galore_adamw[_8bit] (HF Trainer's optim names work too), got \"" + *opt + "\"");
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, ReadOptimizer(doc, root, w));
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;

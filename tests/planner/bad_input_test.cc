@@ -171,6 +171,27 @@ TEST(WorkloadRejects, UnknownKeyAndValues) {
   EXPECT_NE(w.status().message().find("w.yaml:2:10: seq_len: expected tokens from 1"), std::string::npos) << w.status().message();
 }
 
+// An optimizer block (torchtune's _component_, DeepSpeed's type) must name the class; a third
+// AdamW state (amsgrad) is refused rather than priced as two; an unknown class is named.
+TEST(WorkloadRejects, OptimizerBlock) {
+  auto doc = Document::Parse("w.yaml", "task: pretrain\noptimizer:\n  lr: 1e-5\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:3:3: optimizer: a block needs the optimizer's class"), std::string::npos)
+      << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: {_component_: torch.optim.AdamW, amsgrad: true}\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("optimizer: amsgrad keeps a third state"), std::string::npos) << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\noptimizer:\n  _component_: came_pytorch.CAME\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("w.yaml:3:16: optimizer: expected adamw"), std::string::npos) << w.status().message();
+  EXPECT_NE(w.status().message().find("got \"came_pytorch.CAME\""), std::string::npos) << w.status().message();
+  doc = Document::Parse("w.yaml", "task: pretrain\noptimizer: {type: AdamW, weight_decya: 0.1}\n");
+  w = ParseWorkload(*doc);
+  EXPECT_NE(w.status().message().find("unknown key 'weight_decya', did you mean 'weight_decay'?"), std::string::npos)
+      << w.status().message();
+}
+
 // NVFP4 is a training precision (Megatron-Bridge's tables write NVFP4) and a weight format to
 // serve; no serving engine keeps a KV cache in it.
 TEST(WorkloadRejects, Nvfp4WhereItIsNotARecipe) {

@@ -681,6 +681,51 @@ TEST(Recipe, TorchAdamWStepByReleaseAndName) {
   // 8,030,261,248 params / 8 ranks x 4 B of sqrt(exp_avg_sq)
   EXPECT_NEAR(static_cast<double>(step_temp("")), 4.0 * 8030261248 / 8, 1e6);
   EXPECT_EQ(step_temp("release: 2025-06\n"), 0);
+  // A config's optimizer block says the step with fused / foreach, over the name's default;
+  // torchtune's _component_ and DeepSpeed's type name the class.
+  EXPECT_FALSE(foreach_step("optimizer:\n  _component_: torch.optim.AdamW\n  fused: True\n  lr: 2e-5\n", titan));
+  EXPECT_TRUE(foreach_step("release: 2025-06\noptimizer: {_component_: torch.optim.AdamW, foreach: true}\n", titan));
+  EXPECT_FALSE(foreach_step("optimizer: {_component_: torch.optim.AdamW, foreach: false}\n", titan));
+  EXPECT_TRUE(foreach_step("optimizer: {type: AdamW, params: {lr: 0.0001, betas: [0.9, 0.95]}}\n", titan));
+  EXPECT_EQ(step_temp("optimizer: {_component_: torch.optim.AdamW, fused: true}\n"), 0);
+}
+
+// Optimizers named by class path, as torchtune's _component_ and other configs write them.
+// bitsandbytes' class names carry the state width without a dash (PagedAdamW8bit, Lion32bit).
+TEST(Recipe, OptimizerClassPaths) {
+  const std::pair<std::string_view, Optimizer> cases[] = {
+      {"torch.optim.AdamW", Optimizer::kAdamW},
+      {"bitsandbytes.optim.PagedAdamW8bit", Optimizer::kAdamW8bit},
+      {"bitsandbytes.optim.AdamW32bit", Optimizer::kAdamW},
+      {"bitsandbytes.optim.Lion8bit", Optimizer::kLion8bit},
+      {"bitsandbytes.optim.AdEMAMix8bit", Optimizer::kAdemamix8bit},
+      {"torchao.optim.AdamW8bit", Optimizer::kAdamW8bit},
+      {"torchao.optim.AdamW4bit", Optimizer::kAdamW4bit},
+      {"torchao.optim.AdamWFp8", Optimizer::kAdamW8bit},
+      {"torch.optim.SGD", Optimizer::kSgd},
+      {"transformers.optimization.Adafactor", Optimizer::kAdafactor},
+      {"deepspeed.ops.adam.DeepSpeedCPUAdam", Optimizer::kAdamW},
+      {"bnb_adamw8bit", Optimizer::kAdamW8bit},
+      {"paged_adamw_32bit", Optimizer::kAdamW},
+  };
+  for (const auto& [name, want] : cases) {
+    Optimizer got = Optimizer::kSgd;
+    bool paged = false;
+    EXPECT_TRUE(ParseOptimizer(name, &got, &paged)) << name;
+    EXPECT_EQ(got, want) << name;
+    EXPECT_EQ(paged, name.find("aged") != std::string_view::npos) << name;
+  }
+  Optimizer o;
+  EXPECT_FALSE(ParseOptimizer("bitsandbytes.optim.Came", &o));
+  // SGD with momentum keeps its buffer: 4 B per parameter of Llama 3.1 8B over 8 ranks.
+  const ModelSpec m = Builtin("llama-3.1-8b");
+  const ClusterSpec c = Cluster("nodes: 1\ngpus_per_node: 8\ngpu: H100\n");
+  const std::string base = "task: pretrain\nseq_len: 4096\nglobal_batch: 8\n";
+  const std::string layout = "framework=torchtitan,dp=8,zero=3,mbs=1,ac=full";
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: {_component_: torch.optim.SGD, momentum: 0.9}\n"), c, layout),
+                 "optimizer_states"), 4 * 8'030'261'248LL / 8);
+  EXPECT_EQ(Term(Estimate(m, Recipe(base + "optimizer: {_component_: torch.optim.SGD, lr: 0.1}\n"), c, layout),
+                 "optimizer_states"), 0);
 }
 
 // NeMo 24.07's performance table ran Llama 2 70B SFT on 16 H100 80GB (fp8, TP 4, PP 4,
