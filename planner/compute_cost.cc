@@ -117,8 +117,19 @@ constexpr double kFp8CastBytes = 3;
 // row for one GEMM and per column for the other, so every cast also writes a transposed bf16
 // copy and casts it again: torchao's roofline (torchao/testing/training/roofline_utils.py,
 // get_tensor_memory_traffic_ovhd_s, with the amax read fused into the producer as
-// torch.compile does) counts 6 B per activation element where tensorwise needs 4.
-constexpr double kRowwiseCastRatio = 6.0 / 4.0;
+// torch.compile does) counts 6 B per activation element where tensorwise needs 4: 1 B of fp8
+// written row-major, then 5 B for the column-scaled copy (2 B transposed out, 2 B back in,
+// 1 B of fp8). Those 5 B are a reduction down the columns fused with a transposed write, a
+// pattern Inductor does not tile well: torchao's hand-written kernel for the same dim0+dim1
+// cast (to MX, pytorch/ao#1869, pytorch/pytorch#148682) runs about 2x faster than what
+// torch.compile generates. So the column-scaled 5 B move at half the bandwidth: 1 + 2 x 5 =
+// 11 B where tensorwise, scaled once per tensor, moves 4. The published pairs bear it out
+// beside their bf16 runs: torchao's Llama 3 8B over FSDP 8 (docs/source/workflows/training.md,
+// 500 W H100s) gains 10.0% from rowwise and 25.0% from tensorwise (this model: 11.8% and
+// 24.8%, where the roofline's 6 B gave 17.5%); torchtitan's rowwise TP 8 runs
+// (benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md) read +0.3% and +0.6% for 70B and
+// +14% and +16% for 8B (whose bf16 rows read +8% and +9%), where 6 B read +7% and +26-28%.
+constexpr double kRowwiseCastRatio = 11.0 / 4.0;
 // Its backward GEMMs accumulate slowly (Float8LinearConfig's grad_input and grad_weight
 // gemm configs), a mode in which torchao runs cuBLAS's tensorwise kernel at unit scales and
 // rescales the bf16 output afterwards (torchao/float8/float8_ops.py, addmm_float8_unwrapped:
