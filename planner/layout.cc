@@ -4,6 +4,7 @@
 #include <charconv>
 #include <iterator>
 #include <string_view>
+#include <tuple>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -64,7 +65,9 @@ std::string CanonicalKey(const std::string& key) {
       // Megatron's --recompute-method and --recompute-num-layers, and NeMo 1.x's names for
       // them (read in ParseLayout).
       {"activations_checkpoint_granularity", "ac"}, {"activations_checkpoint_method", "recompute_method"},
-      {"activations_checkpoint_num_layers", "recompute_num_layers"}};
+      {"activations_checkpoint_num_layers", "recompute_num_layers"},
+      // FSDP1's ShardingStrategy, as accelerate's config names it too (read in ParseLayout).
+      {"fsdp_sharding_strategy", "sharding_strategy"}, {"sharding", "sharding_strategy"}};
   auto it = aliases.find(key);
   return it == aliases.end() ? key : it->second;
 }
@@ -461,9 +464,35 @@ static Status CheckProducts(const Layout& l, const std::map<std::string, std::st
   return Status::Ok();
 }
 
+namespace {
+
+// FSDP1's ShardingStrategy (torch/distributed/fsdp/api.py), by name or by accelerate's number
+// (fsdp_sharding_strategy 1-5): the ZeRO stage it is, and whether it shards inside a node only.
+// SHARD_GRAD_OP keeps the gathered parameters from forward to backward, ZeRO-2's memory.
+bool ParseShardingStrategy(std::string value, int* zero, bool* hybrid) {
+  value = Lower(value);
+  if (!value.empty() && value[0] == '_') value = value.substr(1);
+  static const std::tuple<const char*, const char*, int, bool> kStrategies[] = {
+      {"full_shard", "1", 3, false}, {"shard_grad_op", "2", 2, false}, {"no_shard", "3", 0, false},
+      {"hybrid_shard", "4", 3, true}, {"hybrid_shard_zero2", "5", 2, true}};
+  for (const auto& [name, number, z, h] : kStrategies)
+    if (value == name || value == number) {
+      *zero = z;
+      *hybrid = h;
+      return true;
+    }
+  return false;
+}
+
+}  // namespace
+
 StatusOr<Layout> ParseLayout(std::string_view text) {
   Layout l;
   bool zero_set = false;
+  // FSDP1's sharding strategy: its ZeRO stage, and HYBRID_SHARD's shard group of one node.
+  std::string strategy_item;
+  int strategy_zero = 3;
+  bool hybrid = false;
   std::map<std::string, std::string> items;  // key -> the item as written, for errors
   // torchtitan's data-parallel mesh: dp_shard ranks shard (FSDP) and dp_replicate groups of
   // them replicate (HSDP); dp_shard -1 takes the GPUs left. fsdp=N is an FSDP degree.
@@ -472,7 +501,28 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
   // Megatron's recompute method (uniform or block) and its layer count.
   std::string recompute_method, recompute_items;
   int recompute_layers = 0;
-  for (const std::string& raw : Split(text, ',')) {
+  // Items are separated by commas or by spaces ("tp=8 pp=2", as tables and commands write
+  // them); a space beside '=' or ',' belongs to its item, which errors quote as written.
+  std::vector<std::string> raw_items;
+  size_t begin = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == ',') {
+      raw_items.emplace_back(text.substr(begin, i - begin));
+      begin = i + 1;
+      continue;
+    }
+    if (text[i] != ' ' && text[i] != '\t') continue;
+    const size_t next = text.find_first_not_of(" \t", i);
+    const size_t prev = text.find_last_not_of(" \t", i);  // before the run, within this item
+    const bool inside = prev != std::string_view::npos && prev >= begin && text[prev] != '=' &&
+                        next != std::string_view::npos && text[next] != '=' && text[next] != ',';
+    if (inside) {
+      raw_items.emplace_back(text.substr(begin, i - begin));
+      begin = next;
+    }
+    i = (next == std::string_view::npos ? text.size() : next) - 1;
+  }
+  for (const std::string& raw : raw_items) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
     size_t eq = item.find('=');
@@ -491,6 +541,13 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
       mesh_items += (mesh_items.empty() ? "" : "\", \"") + item;  // each quoted as written
+      continue;
+    }
+    if (key == "sharding_strategy") {
+      if (!ParseShardingStrategy(value, &strategy_zero, &hybrid))
+        return quoted(Bad(key, "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (FSDP's "
+                               "ShardingStrategy, or accelerate's 1-5)", value));
+      strategy_item = item;
       continue;
     }
     if (key == "recompute_method" || key == "recompute_num_layers") {
@@ -546,6 +603,28 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       l.zero = dp_shard == 1 ? 0 : 3;
       zero_set = true;
       l.fixed |= kKeyZero;
+    }
+  }
+  if (!strategy_item.empty()) {
+    // A torch FSDP setting: it names the framework where none is, and no other engine has it.
+    if (!(l.fixed & kKeyFramework)) {
+      l.framework = Framework::kFsdp;
+      l.fixed |= kKeyFramework;
+    } else if (l.framework != Framework::kFsdp) {
+      return Status::BadInput("--layout: \"" + strategy_item + "\" is torch FSDP's sharding strategy, but the framework is " +
+                              std::string(FrameworkName(l)) + " (\"" + items["framework"] + "\")");
+    }
+    if (zero_set && l.zero != strategy_zero)
+      return Status::BadInput("--layout: \"" + strategy_item + "\" is ZeRO-" + Num(strategy_zero) + ", but zero is " +
+                              Num(l.zero) + " (\"" + items["zero"] + "\")");
+    l.zero = strategy_zero;
+    zero_set = true;
+    l.fixed |= kKeyZero;
+    items["zero"] = strategy_item;
+    if (hybrid && !(l.fixed & kKeyShardGroup)) {
+      l.shard_group = kShardGroupNode;
+      l.fixed |= kKeyShardGroup;
+      items["shard_group"] = strategy_item;
     }
   }
   if (!recompute_items.empty()) {
@@ -683,6 +762,19 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   }
   if (l.world() != world)
     return Rule("dp x tp x pp x cp = " + Num(l.world()) + " must equal the GPUs used (" + Num(world) + ")");
+  // HYBRID_SHARD: FSDP shards over the GPUs of a node and replicates across nodes (FSDP1's
+  // _init_intra_and_inter_node_groups takes the node's devices as the intra-node group).
+  if (l.shard_group == kShardGroupNode) {
+    const int model_parallel_in_node = l.tp * l.cp;
+    if (c.gpus_per_node % model_parallel_in_node != 0)
+      return Rule("HYBRID_SHARD shards over a node's GPUs, but tp x cp (" + Num(model_parallel_in_node) +
+                  ") does not divide its " + Num(c.gpus_per_node));
+    const int shard = c.gpus_per_node / model_parallel_in_node;
+    if (shard < l.dp && l.dp % shard != 0)
+      return Rule("HYBRID_SHARD shards over a node's " + Num(shard) + " data-parallel ranks, which must divide dp (" +
+                  Num(l.dp) + ")");
+    l.shard_group = shard < l.dp ? shard : 0;
+  }
   // torchtitan's TP plan always shards the sequence between blocks; Megatron requires SP for
   // MoE with TP, and Megatron-Bridge/NeMo recipes turn it on whenever tp > 1
   // (planner/recipe.cc reports the assumption).

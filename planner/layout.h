@@ -69,6 +69,10 @@ enum AcModule : uint32_t {
   kAcSharedExperts = 1u << 6, // the shared experts
 };
 
+// FSDP's HYBRID_SHARD as a layout says it (sharding_strategy=HYBRID_SHARD): shard over the
+// GPUs of one node, replicate across nodes; ResolveLayout turns it into a shard_group.
+constexpr int kShardGroupNode = -1;
+
 struct Layout {
   Framework framework = Framework::kFsdp;
   Stack stack = Stack::kNative;     // the library named, when not the engine itself
@@ -81,7 +85,8 @@ struct Layout {
   int etp = 1;                      // expert tensor parallel (Megatron ETP; 1 = experts not TP-split)
   bool sp = false;                  // sequence parallel (with tp > 1)
   int zero = 0;                     // 0 none, 1 optimizer, 2 + gradients, 3 + parameters
-  int shard_group = 0;              // HSDP shard group / ZeRO++ hpZ size; 0 = all of dp
+  int shard_group = 0;              // HSDP shard group / ZeRO++ hpZ size; 0 = all of dp;
+                                    // kShardGroupNode until ResolveLayout reads the cluster
   Recompute ac = Recompute::kNone;  // activation recomputation
   int ac_layers = 0;                // layers per stage recomputed under kFull; 0 = all
   uint32_t ac_modules = kAcCoreAttn;  // AcModule bits recomputed under kSelective (Megatron)

@@ -379,6 +379,48 @@ TEST(Layout, TorchtitanMeshDegrees) {
   EXPECT_NE(clash.find("dp_shard x dp_replicate make dp 8, but dp is 16 (\"dp=16\")"), std::string::npos) << clash;
 }
 
+// FSDP1's ShardingStrategy, as accelerate's fsdp_sharding_strategy writes it (by name or 1-5):
+// FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2, NO_SHARD DDP; HYBRID_SHARD shards over a node's
+// GPUs and replicates across nodes, which ResolveLayout reads off the cluster (8 per DGX).
+TEST(Layout, FsdpShardingStrategy) {
+  Fixture f("llama-3.1-8b", "dgx-h100", 4);
+  auto hybrid = f.Resolve("sharding_strategy=HYBRID_SHARD");
+  ASSERT_TRUE(hybrid.ok()) << hybrid.status().message();
+  EXPECT_EQ(hybrid->framework, Framework::kFsdp);
+  EXPECT_EQ(hybrid->dp, 32);
+  EXPECT_EQ(hybrid->zero, 3);
+  EXPECT_EQ(hybrid->shard_group, 8);
+  auto with_tp = f.Resolve("fsdp_sharding_strategy=4,tp=2");
+  ASSERT_TRUE(with_tp.ok()) << with_tp.status().message();
+  EXPECT_EQ(with_tp->shard_group, 4);  // the node's 8 GPUs hold 4 data-parallel ranks of TP 2
+  auto zero2 = f.Resolve("sharding_strategy=_HYBRID_SHARD_ZERO2");
+  ASSERT_TRUE(zero2.ok()) << zero2.status().message();
+  EXPECT_EQ(zero2->zero, 2);
+  EXPECT_EQ(zero2->shard_group, 8);
+  EXPECT_EQ(ParseLayout("sharding_strategy=SHARD_GRAD_OP")->zero, 2);
+  EXPECT_EQ(ParseLayout("sharding_strategy=no_shard")->zero, 0);
+  EXPECT_EQ(ParseLayout("fsdp_sharding_strategy=1")->zero, 3);
+  Fixture one("llama-3.1-8b", "dgx-h100", 1);  // one node: hybrid is full sharding
+  EXPECT_EQ(one.Resolve("sharding_strategy=HYBRID_SHARD")->shard_group, 0);
+  auto message = [](const char* text) { return ParseLayout(text).status().message(); };
+  EXPECT_NE(message("sharding_strategy=FULL_SHARD,zero=2").find("is ZeRO-3, but zero is 2 (\"zero=2\")"), std::string::npos);
+  EXPECT_NE(message("framework=deepspeed,sharding=FULL_SHARD").find("is torch FSDP's sharding strategy, but the framework is deepspeed"),
+            std::string::npos);
+  EXPECT_NE(message("sharding_strategy=HYBRID").find("got \"HYBRID\""), std::string::npos);
+}
+
+// Items separated by spaces, as tables and commands write them; a space around '=' or ','
+// stays inside its item.
+TEST(Layout, SpaceSeparatedItems) {
+  auto l = ParseLayout("framework=megatron tp=8  pp = 2, mbs=1");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->framework, Framework::kMegatron);
+  EXPECT_EQ(l->tp, 8);
+  EXPECT_EQ(l->pp, 2);
+  EXPECT_EQ(l->mbs, 1);
+  EXPECT_NE(ParseLayout("tp=8 pp").status().message().find("expected key=value, got \"pp\""), std::string::npos);
+}
+
 // Megatron's --recompute-modules, '/'-separated inside the comma-separated layout.
 TEST(Layout, RecomputeModules) {
   auto l = ParseLayout("framework=megatron,ac=selective,ac_modules=moe_act/layernorm");
