@@ -206,6 +206,8 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
       SP_ASSIGN_OR_RETURN(int n, ParseCount(key, part, 1));
       l.stages.push_back(n);
     }
+  } else if (key == "shard_group" && Lower(v) == "node") {
+    l.shard_group = kShardGroupNode;  // the GPUs of one node, as HYBRID_SHARD shards
   } else {
     const int min = (key == "zero" || key == "shard_group" || key == "ac_layers" || key == "batch") ? 0 : 1;
     SP_ASSIGN_OR_RETURN(int n, ParseCount(key, v, min));
@@ -659,7 +661,7 @@ std::string FormatLayout(const Layout& l) {
   std::string s = "framework=" + std::string(FrameworkName(l));
   s += ",dp=" + Num(l.dp) + ",tp=" + Num(l.tp) + ",pp=" + Num(l.pp) + ",vpp=" + Num(l.vpp) + ",cp=" + Num(l.cp) +
        ",ep=" + Num(l.ep) + ",etp=" + Num(l.etp) + ",sp=" + (l.sp ? "on" : "off") + ",zero=" + Num(l.zero) +
-       ",shard_group=" + Num(l.shard_group) + ",ac=" + std::string(RecomputeName(l.ac)) +
+       ",shard_group=" + (l.shard_group == kShardGroupNode ? std::string("node") : Num(l.shard_group)) + ",ac=" + std::string(RecomputeName(l.ac)) +
        ",ac_layers=" + Num(l.ac_layers) + ",offload_optimizer=" + std::string(OffloadName(l.offload_optimizer)) +
        ",offload_params=" + std::string(OffloadName(l.offload_params)) + ",mbs=" + Num(l.mbs) +
        ",grad_accum=" + Num(l.grad_accum) + ",reshard=" + (l.reshard_after_forward ? "on" : "off") +

@@ -400,6 +400,12 @@ TEST(Layout, FsdpShardingStrategy) {
   EXPECT_EQ(ParseLayout("sharding_strategy=SHARD_GRAD_OP")->zero, 2);
   EXPECT_EQ(ParseLayout("sharding_strategy=no_shard")->zero, 0);
   EXPECT_EQ(ParseLayout("fsdp_sharding_strategy=1")->zero, 3);
+  // Before the cluster is read the group is "node", and writes back as such.
+  auto parsed = ParseLayout("sharding_strategy=HYBRID_SHARD");
+  ASSERT_TRUE(parsed.ok());
+  EXPECT_NE(FormatLayout(*parsed).find("shard_group=node"), std::string::npos) << FormatLayout(*parsed);
+  EXPECT_EQ(ParseLayout(FormatLayout(*parsed))->shard_group, kShardGroupNode);
+  EXPECT_EQ(f.Resolve("framework=fsdp,shard_group=node")->shard_group, 8);
   Fixture one("llama-3.1-8b", "dgx-h100", 1);  // one node: hybrid is full sharding
   EXPECT_EQ(one.Resolve("sharding_strategy=HYBRID_SHARD")->shard_group, 0);
   auto message = [](const char* text) { return ParseLayout(text).status().message(); };
