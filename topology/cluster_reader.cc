@@ -1,7 +1,11 @@
 #include "topology/cluster_reader.h"
 
+#include <cctype>
 #include <cstdio>
+#include <string_view>
+#include <utility>
 
+#include "planner/strings.h"
 #include "planner/units.h"
 #include "topology/gpu_catalog.h"
 
@@ -61,7 +65,27 @@ StatusOr<ClusterSpec> ParseClusterNode(const Document& doc, const YAML::Node& ro
 static const Document::Synonyms kClusterSynonyms = {
     {"num_nodes", "nodes"}, {"nnodes", "nodes"},        {"num_gpus_per_node", "gpus_per_node"},
     {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"},
-    {"num_gpus", "gpus"}, {"total_gpus", "gpus"}, {"world_size", "gpus"}};
+    {"num_gpus", "gpus"}, {"total_gpus", "gpus"}, {"world_size", "gpus"},
+    {"network", "inter_node"}, {"interconnect", "inter_node"}};
+
+// The per-port rate an InfiniBand generation names (NVIDIA's NDR, HDR, ... as cluster
+// descriptions write the fabric: "InfiniBand NDR", "HDR 200"), with the split-port forms
+// (NDR200, HDR100): 0 when the text names none.
+static double InfinibandGenerationBandwidth(std::string_view text) {
+  const std::string t = Lower(text);
+  static const std::pair<const char*, double> kGenerations[] = {
+      {"xdr", 800}, {"ndr200", 200}, {"ndr", 400}, {"hdr100", 100}, {"hdr", 200}, {"edr", 100}, {"fdr", 56}};
+  size_t i = 0;
+  while (i < t.size()) {  // whole alphanumeric words only
+    size_t j = i;
+    while (j < t.size() && std::isalnum(static_cast<unsigned char>(t[j]))) ++j;
+    const std::string word = t.substr(i, j - i);
+    for (const auto& [name, gbps] : kGenerations)
+      if (word == name) return gbps * 1e9 / 8;
+    i = j + 1;
+  }
+  return 0;
+}
 
 // Nodes and GPUs per node from a total GPU count (`gpus:`, as a run's source states it) and
 // whichever of the two the file gives; a total of 8 or fewer alone is one node.
@@ -197,13 +221,22 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     // one NIC per GPU, up to the fastest NIC that ships (800 Gb/s, ConnectX-8); above that it
     // can only be the node's total, split over one NIC per GPU. Either reading is said.
     constexpr double kFastestNic = 800e9 / 8;
-    SP_ASSIGN_OR_RETURN(std::optional<double> bw, doc.Bandwidth(root, "inter_node"));
+    std::optional<double> bw;
+    const double generation = InfinibandGenerationBandwidth(inter.Scalar());
+    if (generation > 0) {
+      bw = generation;
+    } else {
+      SP_ASSIGN_OR_RETURN(bw, doc.Bandwidth(root, "inter_node"));
+    }
     if (!bw || *bw <= 0) return doc.ErrorAt(inter, "inter_node: expected a rate above 0 such as 400 Gb/s, or a mapping");
     const int nics = c.gpus_per_node;
     const bool total = *bw > kFastestNic;
     c.inter_node.bandwidth = total ? *bw / nics : *bw;
     c.inter_node.nics_per_node = nics;
-    c.assumed.push_back("inter_node: " + ShortestNumber(*bw * 8 / 1e9) + " Gb/s read as " +
+    const std::string written = generation > 0 ? "\"" + inter.Scalar() + "\" (" + ShortestNumber(*bw * 8 / 1e9) +
+                                                     " Gb/s a port)"
+                                               : ShortestNumber(*bw * 8 / 1e9) + " Gb/s";
+    c.assumed.push_back("inter_node: " + written + " read as " +
                         (total ? "the node's total: " : "one NIC per GPU: ") + std::to_string(nics) + " x " +
                         ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (" +
                         (total ? "no NIC runs faster than 800 Gb/s" : "a node's total would be larger") +

@@ -485,6 +485,36 @@ TEST(ClusterReads, LauncherNames) {
   EXPECT_NE(missing.message().find("cluster.yaml:1:1: gpus_per_node: missing"), std::string::npos) << missing.message();
 }
 
+// The network under the names cluster descriptions give it (network, interconnect), and an
+// InfiniBand generation for its rate: NDR 400 Gb/s a port, NDR200 and HDR 200, HDR100 and EDR
+// 100, XDR 800, one NIC per GPU, said as read.
+TEST(ClusterReads, NetworkByNameAndInfinibandGeneration) {
+  struct Case {
+    const char* text;
+    double gbps;
+  };
+  for (const Case& k : {Case{"interconnect: InfiniBand NDR", 400}, Case{"network: NDR200 InfiniBand", 200},
+                        Case{"network: HDR", 200}, Case{"interconnect: 8x HDR100", 100}, Case{"network: EDR IB", 100},
+                        Case{"interconnect: Quantum-X800 XDR", 800}}) {
+    auto c = ReadCluster(std::string("nodes: 2\ngpus_per_node: 8\ngpu: H100\n") + k.text + "\n");
+    ASSERT_TRUE(c.ok()) << k.text << ": " << c.status().message();
+    EXPECT_DOUBLE_EQ(c->inter_node.bandwidth, k.gbps * 1e9 / 8) << k.text;
+    EXPECT_EQ(c->inter_node.nics_per_node, 8) << k.text;
+  }
+  auto ndr = ReadCluster("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninterconnect: InfiniBand NDR\n");
+  auto said = std::find_if(ndr->assumed.begin(), ndr->assumed.end(), [](const std::string& a) { return a.rfind("inter_node:", 0) == 0; });
+  ASSERT_NE(said, ndr->assumed.end());
+  EXPECT_NE(said->find("\"InfiniBand NDR\" (400 Gb/s a port) read as one NIC per GPU"), std::string::npos) << *said;
+  auto mapping = ReadCluster("nodes: 2\ngpus_per_node: 8\ngpu: A100\nnetwork: {bandwidth: 200 Gb/s, nics_per_node: 4}\n");
+  ASSERT_TRUE(mapping.ok()) << mapping.status().message();
+  EXPECT_EQ(mapping->inter_node.nics_per_node, 4);
+  // "Handler" is no generation: only whole words count.
+  Status words = ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninterconnect: Ethernet handler\n");
+  EXPECT_NE(words.message().find("inter_node: expected a number in a bandwidth"), std::string::npos) << words.message();
+  Status twice = ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\nnetwork: NDR\ninter_node: 200 Gb/s\n");
+  EXPECT_NE(twice.message().find("repeats inter_node"), std::string::npos) << twice.message();
+}
+
 // A bare inter_node rate, as cluster descriptions give it: up to the fastest NIC that ships
 // (800 Gb/s) it is one NIC's, one per GPU; above that it can only be the node's total. Both
 // readings are said; a mapping sets rate and count.
