@@ -106,6 +106,10 @@ struct ElementwiseCoeffs {
 };
 constexpr ElementwiseCoeffs kEager{30, 8, 5, 20};
 constexpr ElementwiseCoeffs kFused{6, 2, 3, 8};
+// Transformer Engine's RMSNorm and fused RoPE in otherwise eager code (NeMo AutoModel): the
+// norms and the attention projections' passes as fused, the MLP's activation and the loss
+// as eager.
+constexpr ElementwiseCoeffs kTeNorms{kFused.h, kFused.qkv, kEager.ffn, kEager.loss};
 // Without fused attention the scores are written, softmaxed (read + write) and read by the
 // AV matmul: 4 passes over a * s elements per token (Korthikanti et al. 2022, Table 1 terms).
 constexpr double kScorePasses = 4;
@@ -316,7 +320,7 @@ void LinearMixerBlock(const LayerShape& x, Forward* f) {
   const double scan = std::max(flops / (x.hw.peak16 * x.hw.attention), MemSeconds(x.hw, bytes / tp));
   f->attn += scan;
   f->attn_bwd += kSsdBackwardRatio * scan;
-  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
   const double elems = e.h / 2 * h / (x.sp ? tp : 1) + e.qkv * (inner + bc + inner) / tp;
   f->elem += MemSeconds(x.hw, T * elems * x.act);
 }
@@ -346,7 +350,7 @@ void RingMerges(const LayerShape& x, Forward* f) {
 // (half the norm and residual traffic, and only its own half's projections).
 void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forward* f) {
   const ModelSpec& m = x.m;
-  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
   const double tp = x.tp, h = m.hidden;
   const double hidden_split = x.sp ? tp : 1;  // SP splits norms/residuals over TP
   const double proj = m.attention == AttentionKind::kMla ? m.heads * (2 * QkDim(m) + VDim(m))
@@ -636,7 +640,7 @@ Forward LayerForward(const LayerShape& x, int64_t layer) {
 
 double HeadSeconds(const LayerShape& x) {
   const double T = x.tokens, vt = static_cast<double>(x.m.vocab) / x.tp, ew = Width(x.m);
-  const ElementwiseCoeffs& e = x.fused ? kFused : kEager;
+  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
   return Gemm(x.hw, false, T, vt, ew) * (x.lora ? 2 : 3) + MemSeconds(x.hw, T * vt * e.loss) +
          MemSeconds(x.hw, 3 * T * x.m.hidden * x.act * e.h);
 }

@@ -98,6 +98,8 @@ struct LayerShape {
   bool fp4 = false;     // the low-precision GEMMs (`fp8`) are NVFP4
   bool torch_ring = false;  // context parallelism is PyTorch's ring attention (torchtitan)
   bool rowwise = false;     // the float8 linears are torchao's rowwise recipe (torchtitan)
+  bool te_norms = false;    // norms and rotary embeddings run as Transformer Engine's fused
+                            // kernels, the rest eager (NeMo AutoModel's model code)
 };
 
 // Forward seconds of one layer, by kind of work, and the attention backward.

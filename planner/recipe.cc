@@ -128,6 +128,11 @@ AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSp
   // published long-context runs (NeMo's 7B at 4k-1M tokens, Megatron's Qwen3-235B at 64k and
   // 128k) come out at FlashAttention-2's rate, not cuDNN's, so a ring keeps that rate.
   if (l.framework == Framework::kMegatron && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
+  // NeMo AutoModel's own model code builds its attention, linears and RMSNorm from
+  // Transformer Engine whenever TE is installed, as in NVIDIA's containers (BackendConfig in
+  // nemo_automodel/components/moe/utils.py: attn "te", linear "te", rms_norm "te",
+  // rope_fusion), so it attends through the same DotProductAttention.
+  if (l.stack == Stack::kAutomodel && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
   return AttentionImpl::kUnstated;
 }
 
@@ -372,6 +377,9 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
              "the loss: say release: with your transformers' date)");
   }
 
+  if (l.stack == Stack::kAutomodel && w.training())
+    assume("backend: te (AutoModel's BackendConfig builds attention, linears and RMSNorm from Transformer Engine where "
+           "it is installed, as in NVIDIA's containers: cuDNN attention on Hopper, fused norms and RoPE)");
   if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kMegatron)
     assume("sp: on (Megatron requires it for MoE with TP; NeMo and Megatron-Bridge recipes set it whenever tp > 1)");
   if (!(l.fixed & kKeySp) && l.tp > 1 && l.framework == Framework::kTorchtitan)

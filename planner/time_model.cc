@@ -754,7 +754,8 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                          prec == Dtype::kFp32 ? 4.0 : 2.0, w.lora_like(), prec == Dtype::kFp8 || prec == Dtype::kFp4,
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
                          l.sp, k.fused, k.flash, prec == Dtype::kFp4, TorchtitanItself(l),
-                         prec == Dtype::kFp8 && ResolvedFp8Recipe(w, l) == Fp8Recipe::kRowwise && TorchtitanItself(l)};
+                         prec == Dtype::kFp8 && ResolvedFp8Recipe(w, l) == Fp8Recipe::kRowwise && TorchtitanItself(l),
+                         l.stack == Stack::kAutomodel};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;

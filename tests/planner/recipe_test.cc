@@ -573,11 +573,12 @@ TEST(Recipe, AutomodelTrainsInTheCheckpointDtype) {
   const TrainingRecipe r = ResolveRecipe(m, w, *l, &assumed);
   EXPECT_FALSE(r.master_weights);
   EXPECT_EQ(r.loss, LossKind::kStandard);
-  ASSERT_EQ(assumed.size(), 4u);
+  ASSERT_EQ(assumed.size(), 5u);
   EXPECT_NE(assumed[0].find("master_weights: none (AutoModel"), std::string::npos) << assumed[0];
   EXPECT_NE(assumed[1].find("fp32_upcast: false"), std::string::npos) << assumed[1];
-  EXPECT_NE(assumed[2].find("dispatcher: flex (AutoModel"), std::string::npos) << assumed[2];
-  EXPECT_NE(assumed[3].find("ac: none (AutoModel"), std::string::npos) << assumed[3];
+  EXPECT_NE(assumed[2].find("backend: te (AutoModel's BackendConfig"), std::string::npos) << assumed[2];
+  EXPECT_NE(assumed[3].find("dispatcher: flex (AutoModel"), std::string::npos) << assumed[3];
+  EXPECT_NE(assumed[4].find("ac: none (AutoModel"), std::string::npos) << assumed[4];
   EXPECT_EQ(l->dispatcher, EpDispatch::kFlex);
   EXPECT_EQ(l->ac, Recompute::kNone);
   ModelSpec fp32 = m;

@@ -664,6 +664,24 @@ TEST(EstimateTime, TorchRingAttentionMergesInFp32) {
               1e-9);
 }
 
+// NeMo AutoModel builds RMSNorm and RoPE from Transformer Engine's fused kernels and leaves
+// the MLP's activation and the loss eager: its layer moves the fused kernels' bytes over the
+// hidden state and the projections, and eager code's over the MLP's inner width (5 passes
+// where fused code makes 3). One Llama 3.1 8B layer of 8,192 tokens: 2 x 14,336 bf16
+// elements a token more than fused code, and less than eager code.
+TEST(EstimateTime, AutomodelFusesNormsAndRope) {
+  const ModelSpec m = Llama31_8B();
+  const Hw hw = HardwareFor(H100(), Dtype::kBf16);
+  LayerShape eager{m, hw, 1, 1, 1, 1, 8192, 8192};
+  LayerShape te = eager, fused = eager;
+  te.te_norms = true;
+  fused.fused = true;
+  const Forward e = LayerForward(eager, 0), t = LayerForward(te, 0), f = LayerForward(fused, 0);
+  EXPECT_NEAR(t.elem - f.elem, MemSeconds(hw, 8192.0 * 2 * 14336 * 2), 1e-12);
+  EXPECT_LT(t.elem, e.elem);
+  EXPECT_DOUBLE_EQ(HeadSeconds(te), HeadSeconds(eager) - MemSeconds(hw, 3 * 8192.0 * 4096 * 2 * (30 - 6)));
+}
+
 // Megatron-core runs TE's cuDNN attention on Hopper unless a context-parallel ring carries it;
 // other stacks, and a kernel the config names, keep theirs.
 TEST(EstimateTime, AttentionKernelByStack) {
@@ -679,6 +697,13 @@ TEST(EstimateTime, AttentionKernelByStack) {
   ModelSpec mpt = Mpt7B();
   mpt.attention_impl = AttentionImpl::kTriton;
   EXPECT_EQ(TrainingAttention(mpt, megatron, H100()), AttentionImpl::kTriton);
+  // NeMo AutoModel's model code attends through TE's DotProductAttention (its BackendConfig).
+  Layout automodel = FsdpLayout(8);
+  automodel.framework = Framework::kTorchtitan;
+  automodel.stack = Stack::kAutomodel;
+  EXPECT_EQ(TrainingAttention(llama, automodel, H100()), AttentionImpl::kCudnn);
+  automodel.cp = 2;
+  EXPECT_EQ(TrainingAttention(llama, automodel, H100()), AttentionImpl::kUnstated);
   // The kernel moves the step: the same Megatron layout runs slower at flash-attn's rate.
   Layout l = megatron;
   l.dp = 2;
