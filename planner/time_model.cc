@@ -4,6 +4,7 @@
 #include "planner/time_model.h"
 
 #include <algorithm>
+#include <numeric>
 #include <iterator>
 #include <cmath>
 #include <optional>
@@ -169,10 +170,29 @@ double DistinctPlaces(const ModelSpec& m, double places) {
   return places * (1 - miss(experts, experts / places, k));
 }
 
+// The places (ranks or NVLink domains, each holding E / places consecutive experts) one
+// token's k consecutive experts fall in, as AutoModel's FakeBalancedGate picks them: token t
+// takes experts t*k .. t*k+k-1 (mod E), so over a cycle of E / gcd(E, k) tokens the first
+// expert runs through every multiple of gcd(E, k), and the k experts cover the places they
+// cross.
+double ConsecutivePlaces(const ModelSpec& m, double places) {
+  const int64_t experts = m.experts, k = m.experts_per_token;
+  if (places <= 1 || experts <= 0 || k <= 0) return std::min(1.0, places);
+  const int64_t per_place = std::max<int64_t>(1, experts / static_cast<int64_t>(places));
+  const int64_t step = std::gcd(experts, k), cycle = experts / step;
+  double total = 0;
+  for (int64_t i = 0; i < cycle; ++i) {
+    const int64_t offset = (i * step) % per_place;
+    total += static_cast<double>(std::min<int64_t>((offset + k - 1) / per_place + 1, static_cast<int64_t>(places)));
+  }
+  return total / static_cast<double>(cycle);
+}
+
 // One dispatch (or combine) of a micro-batch's tokens for the busiest rank: kMoeImbalance
-// times the balanced share.
+// times the balanced share, or the share itself under a fake balanced gate.
 double TokenExchange(const Ctx& x) {
-  return MoeTokenExchangeSeconds(x.m, x.l, x.c, defaults::kMoeImbalance * x.tokens / x.tp, x.act);
+  const double imbalance = x.w.fake_balanced_gate ? 1.0 : defaults::kMoeImbalance;
+  return MoeTokenExchangeSeconds(x.m, x.l, x.c, imbalance * x.tokens / x.tp, x.act, x.w.fake_balanced_gate);
 }
 
 // Layer `layer`'s kind (-1: a transformer's dense layer).
@@ -703,8 +723,9 @@ StepExtras OptimizerAndOffload(const Ctx& x, const StageCost& sc, int64_t micro_
 // rows). Megatron's allgather dispatcher gathers every rank's tokens and reduce-scatters the
 // outputs back.
 double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
-                               double bytes_per_element) {
+                               double bytes_per_element, bool consecutive) {
   if (l.ep <= 1 || m.experts <= 0) return 0;
+  auto places = [&](double n) { return consecutive ? ConsecutivePlaces(m, n) : DistinctPlaces(m, n); };
   const GroupSpan span = SpanOf(l, GroupKind::kEp);
   const double n = l.ep, d = DomainMembers(c, span), domains = n / d;
   // A latent MoE (Nemotron 3 Super) projects each token to its latent width before the
@@ -714,8 +735,8 @@ double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const Cluste
     case EpDispatch::kAllGather:
       return CollectiveSeconds(Collective::kAllGather, tokens * row * n, l.ep, GroupTier(c, span));
     case EpDispatch::kFlex:
-      return TokenExchangeSeconds(c, span, tokens * row * DistinctPlaces(m, n) * (d - 1) / n,
-                                  tokens * row * DistinctPlaces(m, domains) * (domains - 1) / domains);
+      return TokenExchangeSeconds(c, span, tokens * row * places(n) * (d - 1) / n,
+                                  tokens * row * places(domains) * (domains - 1) / domains);
     case EpDispatch::kAllToAll: break;
   }
   const double copies = tokens * row * static_cast<double>(m.experts_per_token);
@@ -755,7 +776,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
                          l.sp, k.fused, k.flash, prec == Dtype::kFp4, TorchtitanItself(l),
                          prec == Dtype::kFp8 && ResolvedFp8Recipe(w, l) == Fp8Recipe::kRowwise && TorchtitanItself(l),
-                         l.stack == Stack::kAutomodel};
+                         l.stack == Stack::kAutomodel, w.fake_balanced_gate};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;

@@ -79,9 +79,10 @@ double MatmulParamsPerToken(const ModelSpec& m);
 // One MoE token exchange, a dispatch or a combine, of `tokens` tokens from one rank over the
 // layout's expert-parallel group with its dispatcher (Layout::dispatcher), each token's row
 // `bytes_per_element` wide per element of the experts' input width. The time model prices
-// the busiest rank's (defaults::kMoeImbalance times the balanced share).
+// the busiest rank's (defaults::kMoeImbalance times the balanced share). `consecutive`: each
+// token's experts are consecutive ones (Workload::fake_balanced_gate), not drawn at random.
 double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
-                               double bytes_per_element);
+                               double bytes_per_element, bool consecutive = false);
 
 // Idle fraction of a pipeline of `stages` under 1F1B with `micro_batches` micro-batches and
 // `virtual_stages` model chunks per rank (interleaved 1F1B): (p - 1) / (v * m), as a share

@@ -131,6 +131,10 @@ struct Workload {
   // QLoRA through peft's prepare_model_for_kbit_training (TRL's SFTTrainer calls it): every
   // 16-bit parameter cast to fp32 (TrainingRecipe::kbit_prepared).
   Setting kbit_prepare = Setting::kAuto;
+  // MoE benchmarks' stand-in router: NeMo AutoModel's FakeBalancedGate (fake_balanced_gate:
+  // true) sends token t of each rank to experts t*k .. t*k+k-1 (mod E), perfectly balanced
+  // and each token's experts consecutive, so on as few ranks as they fill.
+  bool fake_balanced_gate = false;
   // The framework release the run used, by its date: yyyymmdd, with dd = 00 when only the month
   // was given (it then sorts before every dated release of that month); 0 = not stated. Picks
   // the defaults that changed between releases (ReleaseAtLeast below).

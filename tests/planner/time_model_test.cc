@@ -12,6 +12,7 @@
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
 #include "planner/io/model_reader.h"
+#include "planner/io/workload_reader.h"
 #include "planner/layout.h"
 #include "planner/recipe.h"
 #include "topology/gpu_catalog.h"
@@ -1245,6 +1246,34 @@ TEST(MoeExchange, DispatchTimesOfMegatronCoreTable7) {
   // Megatron's allgather dispatcher gathers the group's tokens: (n - 1) / n of them arrive.
   l.dispatcher = EpDispatch::kAllGather;
   EXPECT_NEAR(MoeTokenExchangeSeconds(*m, l, c, 4096, 2), 5e-6 + 7 * 1e-6 + 4096.0 * 7168 * 2 * 8 * 7 / 8 / 360e9, 1e-9);
+}
+
+// AutoModel's FakeBalancedGate deals token t of each rank experts t*k .. t*k+k-1: for
+// DeepSeek-V3 (256 experts, top 8) over EP 8 on one node each token's 8 consecutive experts
+// sit on one GPU of the 32 experts each holds, so DeepEP sends one row where random routing
+// under its group limit sends one per distinct GPU, more than three on average.
+// Over EP 64 on 8 nodes (4 experts a GPU, 32 a node) the 8 experts span 2 GPUs of one node.
+TEST(MoeExchange, FakeBalancedGateSendsConsecutiveExperts) {
+  auto m = LoadModel("deepseek-v3");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const ClusterSpec c = DgxH100(8);
+  Layout l;
+  l.framework = Framework::kTorchtitan;
+  l.dp = l.ep = 8;
+  l.dispatcher = EpDispatch::kFlex;
+  const double one_gpu = MoeTokenExchangeSeconds(*m, l, c, 4096, 2, true);
+  EXPECT_NEAR(one_gpu, 5e-6 + 7 * 1e-6 + 4096.0 * 7168 * 2 * 7 / 8 / 360e9, 1e-9);
+  EXPECT_GT(MoeTokenExchangeSeconds(*m, l, c, 4096, 2), 3 * one_gpu);
+  l.dp = l.ep = 64;
+  const double spread = MoeTokenExchangeSeconds(*m, l, c, 4096, 2), dealt = MoeTokenExchangeSeconds(*m, l, c, 4096, 2, true);
+  EXPECT_LT(dealt, spread / 2);
+  // Dense workload, no effect; the gate reads from the workload and writes back.
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nseq_len: 4096\nglobal_batch: 8\nfake_balanced_gate: true\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_TRUE(w->fake_balanced_gate);
+  EXPECT_NE(WorkloadToYaml(*w, 0).find("fake_balanced_gate: true"), std::string::npos);
 }
 
 // Megatron-core's dropless MoE layer waits on the host once its token counts reach the CPU:
