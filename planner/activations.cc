@@ -93,10 +93,11 @@ double RoutedTokens(const MemoryContext& ctx, const Dims& d) {
   return d.s * d.b * std::min<double>(ctx.l.etp, d.sp_div) / d.sp_div;
 }
 
-// The busiest expert-parallel rank's share of routed tokens over the balanced one: exact
-// under a fake balanced gate, which deals tokens to experts in turn.
-double MoeImbalance(const MemoryContext& ctx) {
-  return ctx.w.fake_balanced_gate ? 1.0 : defaults::MoeImbalance(ctx.l.ep);
+// The busiest expert-parallel rank's share of routed tokens over the balanced one, as the
+// workload's router makes it, for the micro-batch's tokens on this rank.
+double MoeImbalance(const MemoryContext& ctx, const Dims& d) {
+  return defaults::MoeImbalance(ctx.l.ep, ctx.w.moe_routing,
+                                RoutedTokens(ctx, d) * static_cast<double>(ctx.m.experts_per_token));
 }
 
 double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
@@ -106,7 +107,7 @@ double MlpBytes(const MemoryContext& ctx, int64_t layer, const Dims& d) {
   if (!m.is_moe_layer(layer)) return replicated / d.sp_div + sb * MlpInner(ctx, static_cast<double>(m.intermediate), d.gi) / d.t;
   // MoE per EP rank with balanced routing: router logits/probs in fp32, the permuted tokens
   // through k experts, and the shared experts (memory-model.md 2.4 "MoE layer").
-  const double k = static_cast<double>(m.experts_per_token) * MoeImbalance(ctx);
+  const double k = static_cast<double>(m.experts_per_token) * MoeImbalance(ctx, d);
   double bytes = replicated / d.sp_div + 4 * sb * static_cast<double>(m.experts) / d.sp_div;
   // transformers' DeepSeek-style routers keep the fp32 copy of the hidden states their gate
   // runs on (ModelSpec::router_input_fp32): 4 bytes per hidden unit. (Measured: a 2-layer
@@ -222,7 +223,7 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
     drop += 2 * sb * static_cast<double>(m.heads) *
             static_cast<double>(2 * (m.qk_nope_head_dim + m.qk_rope_head_dim) + m.v_head_dim) / d.t;
   if (moe) {
-    const double k = static_cast<double>(m.experts_per_token) * MoeImbalance(ctx);
+    const double k = static_cast<double>(m.experts_per_token) * MoeImbalance(ctx, d);
     const double fe = static_cast<double>(m.expert_intermediate) / ctx.l.etp;
     const double shared = static_cast<double>(m.shared_experts * m.shared_intermediate);
     const double norm_pair = NormPair(d) * sb * d.h / d.sp_div;

@@ -261,11 +261,11 @@ void MlpGemms(const LayerShape& x, bool moe, Forward* f) {
     return;
   }
   // Each GPU runs T*k/tp expert-tokens over its E/ep local experts; the busiest rank, which
-  // the others wait for, gets kMoeImbalance times the balanced share (all of them, with ep 1;
-  // the share itself under a fake balanced gate).
+  // the others wait for, gets defaults::MoeImbalance times the balanced share (all of them,
+  // with ep 1).
   const double local_experts = static_cast<double>(m.experts) / x.ep;
-  const double imbalance = x.balanced_routing ? 1.0 : defaults::MoeImbalance(x.ep);
-  const double rows = imbalance * T * m.experts_per_token * x.ep * x.etp / (tp * m.experts);
+  const double pairs = T * static_cast<double>(m.experts_per_token) / tp;
+  const double rows = defaults::MoeImbalance(x.ep, x.routing, pairs) * pairs * x.ep * x.etp / static_cast<double>(m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
   const double ew = static_cast<double>(m.expert_width());  // the latent width, where the experts use one
   f->gemm += ExpertGemm(x.hw, lp, rows, up * fe, ew, local_experts) + ExpertGemm(x.hw, lp, rows, ew, fe, local_experts);

@@ -100,7 +100,7 @@ struct LayerShape {
   bool rowwise = false;     // the float8 linears are torchao's rowwise recipe (torchtitan)
   bool te_norms = false;    // norms and rotary embeddings run as Transformer Engine's fused
                             // kernels, the rest eager (NeMo AutoModel's model code)
-  bool balanced_routing = false;  // every expert gets the same tokens (a fake balanced gate)
+  MoeRouting routing = MoeRouting::kLearned;  // how the router assigns experts (workload.h)
 };
 
 // Forward seconds of one layer, by kind of work, and the attention backward.

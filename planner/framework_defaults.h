@@ -2,7 +2,10 @@
 // the emitter writes them, and the validator sizes its collectives with them.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+
+#include "planner/workload.h"
 
 namespace shardplan::defaults {
 
@@ -80,7 +83,16 @@ constexpr double kMoeImbalance = 1.1;
 // With one expert-parallel rank every expert is local and every routed token lands on this
 // GPU whatever the routing: k x T rows exactly (a 2-layer Mixtral of width 512 in
 // transformers saves 37,516 B per token per layer, the balanced figure, counted on the CPU).
-inline double MoeImbalance(int ep) { return ep > 1 ? kMoeImbalance : 1.0; }
+// Under random logits each of the ep ranks receives Binomial(ep x T x k, 1/ep) of the (token,
+// expert) pairs, T x k on average with a standard deviation of sqrt(T k (1 - 1/ep)); the
+// busiest of ep such ranks sits about sqrt(2 ln ep) deviations above the mean (the normal
+// maximum). A dealing gate balances them exactly. `pairs` is T x k of one rank.
+inline double MoeImbalance(int ep, MoeRouting routing, double pairs) {
+  if (ep <= 1 || routing == MoeRouting::kDealt) return 1.0;
+  if (routing == MoeRouting::kLearned || pairs <= 0) return kMoeImbalance;
+  const double n = ep;
+  return 1 + std::sqrt(2 * std::log(n) * (1 - 1 / n) / pairs);
+}
 // Host time of Megatron-core's dropless MoE layer that the GPU waits on (time_model.cc
 // MakeKind). Per cuBLAS call of TE's per-expert grouped GEMM: 20 us, the average
 // nvte_cublas_gemm call in an nsys profile of Qwen3-30B-A3B on 8 B200 under Megatron

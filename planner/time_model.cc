@@ -188,11 +188,13 @@ double ConsecutivePlaces(const ModelSpec& m, double places) {
   return total / static_cast<double>(cycle);
 }
 
-// One dispatch (or combine) of a micro-batch's tokens for the busiest rank: kMoeImbalance
-// times the balanced share, or the share itself under a fake balanced gate.
+// One dispatch (or combine) of a micro-batch's tokens for the busiest rank: its share over
+// the balanced one as the router makes it (defaults::MoeImbalance).
 double TokenExchange(const Ctx& x) {
-  const double imbalance = x.w.fake_balanced_gate ? 1.0 : defaults::kMoeImbalance;
-  return MoeTokenExchangeSeconds(x.m, x.l, x.c, imbalance * x.tokens / x.tp, x.act, x.w.fake_balanced_gate);
+  const double tokens = x.tokens / x.tp;
+  const double imbalance =
+      defaults::MoeImbalance(x.l.ep, x.w.moe_routing, tokens * static_cast<double>(x.m.experts_per_token));
+  return MoeTokenExchangeSeconds(x.m, x.l, x.c, imbalance * tokens, x.act, x.w.moe_routing == MoeRouting::kDealt);
 }
 
 // Layer `layer`'s kind (-1: a transformer's dense layer).
@@ -776,7 +778,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                          l.framework == Framework::kTorchtitan && l.ac == Recompute::kSelective,
                          l.sp, k.fused, k.flash, prec == Dtype::kFp4, TorchtitanItself(l),
                          prec == Dtype::kFp8 && ResolvedFp8Recipe(w, l) == Fp8Recipe::kRowwise && TorchtitanItself(l),
-                         l.stack == Stack::kAutomodel, w.fake_balanced_gate};
+                         l.stack == Stack::kAutomodel, w.moe_routing};
   Ctx x{shape, w, l, c, k, AtLeast1(l.pp), AtLeast1(l.dp), AtLeast1(l.vpp)};
   if (!StepTimeKnown(c.gpu)) return out;  // no peak, or no measured kernels: nothing to estimate
   x.moe_layers = m.is_moe() ? m.moe_layer_count() : 0;

@@ -80,7 +80,7 @@ double MatmulParamsPerToken(const ModelSpec& m);
 // layout's expert-parallel group with its dispatcher (Layout::dispatcher), each token's row
 // `bytes_per_element` wide per element of the experts' input width. The time model prices
 // the busiest rank's (defaults::kMoeImbalance times the balanced share). `consecutive`: each
-// token's experts are consecutive ones (Workload::fake_balanced_gate), not drawn at random.
+// token's experts are consecutive ones (MoeRouting::kDealt), not drawn at random.
 double MoeTokenExchangeSeconds(const ModelSpec& m, const Layout& l, const ClusterSpec& c, double tokens,
                                double bytes_per_element, bool consecutive = false);
 

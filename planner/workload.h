@@ -102,6 +102,14 @@ struct InferenceSpec {
   bool operator==(const InferenceSpec&) const = default;
 };
 
+// How an MoE router assigns experts. kLearned: a trained router under a load-balancing loss.
+// kRandom: random logits in its place (Megatron's --moe-router-force-load-balancing, for
+// benchmarks; NVIDIA's tables say "we force-balance the token distribution"), so each
+// token's experts are drawn at random. kDealt: NeMo AutoModel's FakeBalancedGate, which
+// deals token t of each rank experts t*k .. t*k+k-1 (mod E): perfectly balanced, and each
+// token's experts consecutive, on as few ranks as they fill.
+enum class MoeRouting { kLearned, kRandom, kDealt };
+
 struct Workload {
   std::string name = "pretrain";
   Task task = Task::kPretrain;
@@ -131,10 +139,9 @@ struct Workload {
   // QLoRA through peft's prepare_model_for_kbit_training (TRL's SFTTrainer calls it): every
   // 16-bit parameter cast to fp32 (TrainingRecipe::kbit_prepared).
   Setting kbit_prepare = Setting::kAuto;
-  // MoE benchmarks' stand-in router: NeMo AutoModel's FakeBalancedGate (fake_balanced_gate:
-  // true) sends token t of each rank to experts t*k .. t*k+k-1 (mod E), perfectly balanced
-  // and each token's experts consecutive, so on as few ranks as they fill.
-  bool fake_balanced_gate = false;
+  // How the MoE router assigns experts (MoeRouting): the MoE benchmarks' stand-in routers,
+  // fake_balanced_gate: true (NeMo AutoModel) or force_load_balancing: true (Megatron).
+  MoeRouting moe_routing = MoeRouting::kLearned;
   // The framework release the run used, by its date: yyyymmdd, with dd = 00 when only the month
   // was given (it then sorts before every dated release of that month); 0 = not stated. Picks
   // the defaults that changed between releases (ReleaseAtLeast below).

@@ -207,7 +207,12 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "flash_attention", &w.flash_attention));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "kbit_prepare", &w.kbit_prepare));
   SP_ASSIGN_OR_RETURN(std::optional<bool> fake_gate, doc.Bool(root, "fake_balanced_gate"));
-  if (fake_gate) w.fake_balanced_gate = *fake_gate;
+  SP_ASSIGN_OR_RETURN(std::optional<bool> forced, doc.Bool(root, "force_load_balancing"));
+  if (fake_gate && *fake_gate && forced && *forced)
+    return doc.ErrorAt(root["force_load_balancing"], "force_load_balancing: random logits (Megatron) and "
+                                                     "fake_balanced_gate (AutoModel) are two routers; give one");
+  if (fake_gate && *fake_gate) w.moe_routing = MoeRouting::kDealt;
+  if (forced && *forced) w.moe_routing = MoeRouting::kRandom;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> release, doc.String(root, "release"));
   if (release) {
     w.release = ParseRelease(*release);
@@ -321,7 +326,9 @@ static const Document::Synonyms kWorkloadSynonyms = {
     // torchtitan's own key ([float8] / [quantize.linear.float8] enable_fsdp_float8_all_gather).
     {"enable_fsdp_float8_all_gather", "fp8_all_gather"},
     // Alpaca's, FastChat's and Qwen's train.py (--model_max_length), HF run_clm.py (--block_size).
-    {"model_max_length", "seq_len"},     {"block_size", "seq_len"}};
+    {"model_max_length", "seq_len"},     {"block_size", "seq_len"},
+    // Megatron's TransformerConfig field (--moe-router-force-load-balancing).
+    {"moe_router_force_load_balancing", "force_load_balancing"}};
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
@@ -330,7 +337,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
                                             "fp8_all_gather", "bf16_layers", "custom_sharded_layers", "kbit_prepare",
-                                            "fake_balanced_gate"};
+                                            "fake_balanced_gate", "force_load_balancing"};
   for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
@@ -412,7 +419,8 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
     out += p + "bf16_layers: {start: " + std::to_string(w.bf16_layers_start) + ", end: " + std::to_string(w.bf16_layers_end) + "}\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.kbit_prepare != Setting::kAuto) out += p + "kbit_prepare: " + std::string(SettingName(w.kbit_prepare)) + "\n";
-  if (w.fake_balanced_gate) out += p + "fake_balanced_gate: true\n";
+  if (w.moe_routing == MoeRouting::kDealt) out += p + "fake_balanced_gate: true\n";
+  if (w.moe_routing == MoeRouting::kRandom) out += p + "force_load_balancing: true\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
   if (w.torch_version > 0) out += p + "torch: \"" + TorchVersionName(w.torch_version) + "\"\n";

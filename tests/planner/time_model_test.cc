@@ -11,6 +11,7 @@
 
 #include "planner/collectives.h"
 #include "planner/compute_cost.h"
+#include "planner/framework_defaults.h"
 #include "planner/io/model_reader.h"
 #include "planner/io/workload_reader.h"
 #include "planner/layout.h"
@@ -1272,8 +1273,29 @@ TEST(MoeExchange, FakeBalancedGateSendsConsecutiveExperts) {
   ASSERT_TRUE(doc.ok());
   auto w = ParseWorkload(*doc);
   ASSERT_TRUE(w.ok()) << w.status().message();
-  EXPECT_TRUE(w->fake_balanced_gate);
+  EXPECT_EQ(w->moe_routing, MoeRouting::kDealt);
   EXPECT_NE(WorkloadToYaml(*w, 0).find("fake_balanced_gate: true"), std::string::npos);
+}
+
+// Megatron's --moe-router-force-load-balancing routes by random logits: each of ep ranks
+// receives Binomial(ep T k, 1/ep) (token, expert) pairs, and the busiest sits sqrt(2 ln ep)
+// deviations above T k. 4,096 tokens of top-8 routing over EP 8: 1 + sqrt(2 ln 8 x 7/8 /
+// 32,768) = 1.0105; a learned router keeps 1.1, a dealing gate 1, one rank 1.
+TEST(MoeExchange, RoutingImbalanceByRouter) {
+  EXPECT_NEAR(defaults::MoeImbalance(8, MoeRouting::kRandom, 4096.0 * 8), 1 + std::sqrt(2 * std::log(8.0) * 7 / 8 / 32768), 1e-12);
+  EXPECT_NEAR(defaults::MoeImbalance(8, MoeRouting::kRandom, 4096.0 * 8), 1.0105, 1e-4);
+  EXPECT_DOUBLE_EQ(defaults::MoeImbalance(8, MoeRouting::kLearned, 4096.0 * 8), defaults::kMoeImbalance);
+  EXPECT_DOUBLE_EQ(defaults::MoeImbalance(8, MoeRouting::kDealt, 4096.0 * 8), 1.0);
+  EXPECT_DOUBLE_EQ(defaults::MoeImbalance(1, MoeRouting::kLearned, 4096.0 * 8), 1.0);
+  // Read under Megatron's own name, and not beside the other stand-in router.
+  auto doc = Document::Parse("w.yaml", "task: pretrain\nmoe_router_force_load_balancing: true\n");
+  ASSERT_TRUE(doc.ok());
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->moe_routing, MoeRouting::kRandom);
+  EXPECT_NE(WorkloadToYaml(*w, 0).find("force_load_balancing: true"), std::string::npos);
+  doc = Document::Parse("w.yaml", "task: pretrain\nforce_load_balancing: true\nfake_balanced_gate: true\n");
+  EXPECT_NE(ParseWorkload(*doc).status().message().find("are two routers; give one"), std::string::npos);
 }
 
 // Megatron-core's dropless MoE layer waits on the host once its token counts reach the CPU:
