@@ -276,6 +276,12 @@ Status CheckFramework(const Layout& l) {
 
 // Rules on the model's shape alone, checked first: they say more than a GPU count would.
 Status CheckHeads(const ModelSpec& m, const Layout& l) {
+  // NeMo AutoModel's own MoE models take no tensor parallelism: its MoE parallelize_model
+  // asserts a TP mesh of one ("Tensor parallelism not supported for custom MoE models",
+  // nemo_automodel/components/moe/parallelizer.py); experts split by EP, the rest by FSDP.
+  if (l.stack == Stack::kAutomodel && m.is_moe() && l.tp > 1)
+    return Rule("framework=automodel runs its MoE models without tensor parallelism (its MoE parallelizer asserts "
+                "tp 1): split the experts with ep and the rest with FSDP");
   if (m.heads % l.tp != 0) return Rule("tp (" + Num(l.tp) + ") must divide the attention heads (" + Num(m.heads) + ")");
   if (m.attention == AttentionKind::kGqa && m.kv_heads % l.tp != 0 && l.tp % m.kv_heads != 0)
     return Rule("tp (" + Num(l.tp) + ") must divide the KV heads (" + Num(m.kv_heads) +

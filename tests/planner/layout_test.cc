@@ -96,7 +96,9 @@ INSTANTIATE_TEST_SUITE_P(
         RuleCase{"llama-3.1-8b", "framework=megatron,pp=2,stages=10/20", "adding up to the layers (32)"},
         // Megatron's MambaMixer splits its heads and B/C groups over TP, and again over CP.
         RuleCase{"nemotron-3-nano-30b-a3b", "framework=megatron,tp=16", "must divide the Mamba heads (64) and groups (8)"},
-        RuleCase{"nemotron-3-nano-30b-a3b", "framework=megatron,tp=2,cp=8", "tp x cp (16) must divide the Mamba heads"}));
+        RuleCase{"nemotron-3-nano-30b-a3b", "framework=megatron,tp=2,cp=8", "tp x cp (16) must divide the Mamba heads"},
+        // NeMo AutoModel's MoE parallelizer asserts a TP mesh of one.
+        RuleCase{"qwen3-30b-a3b", "framework=automodel,tp=2,ep=8", "framework=automodel runs its MoE models without tensor parallelism"}));
 
 // Layouts real frameworks run that an earlier rule set refused: TP across nodes (one NVLink
 // domain on NVL72; legal anywhere), FSDP2 with TP (accelerate ParallelismConfig, HF tp_plan),
