@@ -110,6 +110,8 @@ constexpr ElementwiseCoeffs kFused{6, 2, 3, 8};
 // norms and the attention projections' passes as fused, the MLP's activation and the loss
 // as eager.
 constexpr ElementwiseCoeffs kTeNorms{kFused.h, kFused.qkv, kEager.ffn, kEager.loss};
+
+const ElementwiseCoeffs& Coeffs(const LayerShape& x) { return x.fused ? kFused : x.te_norms ? kTeNorms : kEager; }
 // Without fused attention the scores are written, softmaxed (read + write) and read by the
 // AV matmul: 4 passes over a * s elements per token (Korthikanti et al. 2022, Table 1 terms).
 constexpr double kScorePasses = 4;
@@ -265,7 +267,7 @@ void MlpGemms(const LayerShape& x, bool moe, Forward* f) {
   // with ep 1).
   const double local_experts = static_cast<double>(m.experts) / x.ep;
   const double pairs = T * static_cast<double>(m.experts_per_token) / tp;
-  const double rows = defaults::MoeImbalance(x.ep, x.routing, pairs) * pairs * x.ep * x.etp / static_cast<double>(m.experts);
+  const double rows = MoeImbalance(x) * pairs * x.ep * x.etp / static_cast<double>(m.experts);
   const double fe = static_cast<double>(m.expert_intermediate) / x.etp;
   const double ew = static_cast<double>(m.expert_width());  // the latent width, where the experts use one
   f->gemm += ExpertGemm(x.hw, lp, rows, up * fe, ew, local_experts) + ExpertGemm(x.hw, lp, rows, ew, fe, local_experts);
@@ -322,7 +324,7 @@ void LinearMixerBlock(const LayerShape& x, Forward* f) {
   const double scan = std::max(flops / (x.hw.peak16 * x.hw.attention), MemSeconds(x.hw, bytes / tp));
   f->attn += scan;
   f->attn_bwd += kSsdBackwardRatio * scan;
-  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
+  const ElementwiseCoeffs& e = Coeffs(x);
   const double elems = e.h / 2 * h / (x.sp ? tp : 1) + e.qkv * (inner + bc + inner) / tp;
   f->elem += MemSeconds(x.hw, T * elems * x.act);
 }
@@ -352,7 +354,7 @@ void RingMerges(const LayerShape& x, Forward* f) {
 // (half the norm and residual traffic, and only its own half's projections).
 void Elementwise(const LayerShape& x, bool moe, bool attention, bool mlp, Forward* f) {
   const ModelSpec& m = x.m;
-  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
+  const ElementwiseCoeffs& e = Coeffs(x);
   const double tp = x.tp, h = m.hidden;
   const double hidden_split = x.sp ? tp : 1;  // SP splits norms/residuals over TP
   const double proj = m.attention == AttentionKind::kMla ? m.heads * (2 * QkDim(m) + VDim(m))
@@ -455,6 +457,10 @@ double ExpertGemm(const Hw& hw, bool low_precision, double rows, double n, doubl
 }
 
 double MemSeconds(const Hw& hw, double bytes) { return hw.bw > 0 ? bytes / (hw.bw * kMemEfficiency) : 0; }
+
+double MoeImbalance(const LayerShape& x) {
+  return defaults::MoeImbalance(x.ep, x.routing, x.tokens / x.tp * static_cast<double>(x.m.experts_per_token));
+}
 
 // ---- Model geometry and FLOP counts ----
 
@@ -642,7 +648,7 @@ Forward LayerForward(const LayerShape& x, int64_t layer) {
 
 double HeadSeconds(const LayerShape& x) {
   const double T = x.tokens, vt = static_cast<double>(x.m.vocab) / x.tp, ew = Width(x.m);
-  const ElementwiseCoeffs& e = x.fused ? kFused : x.te_norms ? kTeNorms : kEager;
+  const ElementwiseCoeffs& e = Coeffs(x);
   return Gemm(x.hw, false, T, vt, ew) * (x.lora ? 2 : 3) + MemSeconds(x.hw, T * vt * e.loss) +
          MemSeconds(x.hw, 3 * T * x.m.hidden * x.act * e.h);
 }

@@ -103,6 +103,10 @@ struct LayerShape {
   MoeRouting routing = MoeRouting::kLearned;  // how the router assigns experts (workload.h)
 };
 
+// The busiest expert-parallel rank's share of one micro-batch's routed (token, expert) pairs
+// over the balanced share, as the layer's router makes them (defaults::MoeImbalance).
+double MoeImbalance(const LayerShape& x);
+
 // Forward seconds of one layer, by kind of work, and the attention backward.
 struct Forward {
   double gemm = 0, attn = 0, elem = 0;

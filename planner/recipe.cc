@@ -126,13 +126,13 @@ AttentionImpl TrainingAttention(const ModelSpec& m, const Layout& l, const GpuSp
   // dot_product_attention/utils.py: "Disabling FlashAttention to give FusedAttention preference
   // on Hopper+ for performance reasons", since TE 1.2). Inside TE's context-parallel ring the
   // published long-context runs (NeMo's 7B at 4k-1M tokens, Megatron's Qwen3-235B at 64k and
-  // 128k) come out at FlashAttention-2's rate, not cuDNN's, so a ring keeps that rate.
-  if (l.framework == Framework::kMegatron && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
-  // NeMo AutoModel's own model code builds its attention, linears and RMSNorm from
-  // Transformer Engine whenever TE is installed, as in NVIDIA's containers (BackendConfig in
+  // 128k) come out at FlashAttention-2's rate, not cuDNN's, so a ring keeps that rate. NeMo
+  // AutoModel's own model code builds its attention, linears and RMSNorm from Transformer
+  // Engine whenever TE is installed, as in NVIDIA's containers (BackendConfig in
   // nemo_automodel/components/moe/utils.py: attn "te", linear "te", rms_norm "te",
   // rope_fusion), so it attends through the same DotProductAttention.
-  if (l.stack == Stack::kAutomodel && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
+  const bool te = l.framework == Framework::kMegatron || l.stack == Stack::kAutomodel;
+  if (te && l.cp <= 1 && gpu.compute_capability == 90) return AttentionImpl::kCudnn;
   return AttentionImpl::kUnstated;
 }
 

@@ -191,10 +191,7 @@ double ConsecutivePlaces(const ModelSpec& m, double places) {
 // One dispatch (or combine) of a micro-batch's tokens for the busiest rank: its share over
 // the balanced one as the router makes it (defaults::MoeImbalance).
 double TokenExchange(const Ctx& x) {
-  const double tokens = x.tokens / x.tp;
-  const double imbalance =
-      defaults::MoeImbalance(x.l.ep, x.w.moe_routing, tokens * static_cast<double>(x.m.experts_per_token));
-  return MoeTokenExchangeSeconds(x.m, x.l, x.c, imbalance * tokens, x.act, x.w.moe_routing == MoeRouting::kDealt);
+  return MoeTokenExchangeSeconds(x.m, x.l, x.c, MoeImbalance(x) * x.tokens / x.tp, x.act, x.routing == MoeRouting::kDealt);
 }
 
 // Layer `layer`'s kind (-1: a transformer's dense layer).
