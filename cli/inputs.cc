@@ -46,6 +46,36 @@ nlohmann::json InputsJson(const InputFlags& f) {
   return j;
 }
 
+// The micro-batch, accumulation and checkpointing a pasted trainer file states
+// (Workload::micro_batch, ...), where --layout leaves them; one that --layout states otherwise
+// is an error naming both.
+static Status ApplyTrainerBatch(const Workload& w, const std::string& file, Layout& l) {
+  const auto clash = [&](const char* key, const std::string& ours, const std::string& theirs) {
+    return Status::BadInput(file + ": " + key + " " + theirs + ", but --layout says " + ours + "; give it once");
+  };
+  if (w.micro_batch > 0) {
+    if ((l.fixed & kKeyMbs) && l.mbs != w.micro_batch)
+      return clash("the micro-batch is", "mbs=" + std::to_string(l.mbs), std::to_string(w.micro_batch));
+    l.mbs = static_cast<int>(w.micro_batch);
+    l.fixed |= kKeyMbs;
+  }
+  if (w.grad_accum > 0) {
+    if ((l.fixed & kKeyGradAccum) && l.grad_accum != w.grad_accum)
+      return clash("gradient accumulation is", "grad_accum=" + std::to_string(l.grad_accum), std::to_string(w.grad_accum));
+    l.grad_accum = static_cast<int>(w.grad_accum);
+    l.fixed |= kKeyGradAccum;
+  }
+  if (w.checkpointing != Setting::kAuto) {
+    const bool on = w.checkpointing == Setting::kOn;
+    // gradient_checkpointing: true is whole layers; a stated ac=selective refines it.
+    if ((l.fixed & kKeyAc) && (l.ac != Recompute::kNone) != on)
+      return clash("gradient checkpointing is", "ac=" + std::string(RecomputeName(l.ac)), on ? "on" : "off");
+    if (!(l.fixed & kKeyAc)) l.ac = on ? Recompute::kFull : Recompute::kNone;
+    l.fixed |= kKeyAc;
+  }
+  return Status::Ok();
+}
+
 StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   Inputs in;
   SP_ASSIGN_OR_RETURN(in.model, LoadModel(f.model));
@@ -93,6 +123,7 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
   if (!f.optimizer.empty())  // a rank the workload states stays with a GaLore optimizer named here
     w.galore_rank = !GaloreOptimizer(f.optimizer) ? 0 : w.galore_rank > 0 ? w.galore_rank : kGaloreDefaultRank;
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
+  SP_RETURN_IF_ERROR(ApplyTrainerBatch(w, f.workload, in.layout));
   auto headroom = ParseBytes(f.headroom);
   if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());
   in.memory.headroom_bytes = *headroom;

@@ -70,6 +70,7 @@ int Run(const PlanFlags& f) {
   // How the cluster file was read ("A100" as the 40 GB card, "H100" as the SXM part) heads the
   // list: every plan below is priced on that GPU.
   std::vector<std::string> narrowed = in->cluster.assumed;
+  narrowed.insert(narrowed.end(), in->workload.assumed.begin(), in->workload.assumed.end());
   const bool searched_all = f.frameworks.empty() && !(opt.fixed.fixed & kKeyFramework);
   if (searched_all && in->workload.lora_like()) {
     opt.frameworks = {Framework::kDeepSpeed, Framework::kFsdp};

@@ -103,6 +103,7 @@ nlohmann::json PlanJson(const Plan& p) {
                    {"optimizer", OptimizerName(p.workload.optimizer)}};
   j["layout"] = LayoutJson(p.layout);
   std::vector<std::string> assumed = p.cluster.assumed;
+  assumed.insert(assumed.end(), p.workload.assumed.begin(), p.workload.assumed.end());
   assumed.insert(assumed.end(), p.assumed.begin(), p.assumed.end());
   if (p.workload.training()) {
     const TrainingRecipe r = ResolveRecipe(p.model, p.workload, p.layout, &assumed);
@@ -137,6 +138,7 @@ std::string EstimateText(const Plan& p) {
   std::string out = p.model.name + " on " + std::to_string(p.cluster.world_size()) + " x " + p.cluster.gpu.name +
                     ", " + std::string(TaskName(p.workload.task)) + "\nlayout: " + FormatLayout(p.layout) + "\n";
   std::vector<std::string> assumed = p.cluster.assumed;
+  assumed.insert(assumed.end(), p.workload.assumed.begin(), p.workload.assumed.end());
   assumed.insert(assumed.end(), p.assumed.begin(), p.assumed.end());
   if (p.workload.training()) ResolveRecipe(p.model, p.workload, p.layout, &assumed);
   for (const std::string& a : assumed) out += "assumed: " + a + "\n";

@@ -658,6 +658,13 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     l.fixed |= kKeyAc | kKeyAcLayers;
     items["ac"] = items["ac_layers"] = recompute_items;
   }
+  // LLaMA-Factory checkpoints every layer unless told disable_gradient_checkpointing
+  // (model/model_utils/checkpointing.py, prepare_model_for_training): its name says ac=full.
+  if (const std::string named = items.count("framework") ? Lower(items.at("framework")) : ""; !(l.fixed & kKeyAc) &&
+      (named.find("llamafactory") != std::string::npos || named.find("llama-factory") != std::string::npos)) {
+    l.ac = Recompute::kFull;
+    l.fixed |= kKeyAc;
+  }
   if (!zero_set) l.zero = DefaultZero(l);
   SP_RETURN_IF_ERROR(CheckProducts(l, items));
   return l;

@@ -152,6 +152,17 @@ struct Workload {
   // torchtune's custom_sharded_layers: which of the token embeddings and the output layer are
   // FSDP units of their own rather than part of the root. -1 = not stated (its configs' choice).
   int custom_sharded_layers = -1;
+  // A trainer's own batch and checkpointing arguments, as HF TrainingArguments, DeepSpeed's
+  // JSON, axolotl and LLaMA-Factory name them (per_device_train_batch_size,
+  // gradient_accumulation_steps, gradient_checkpointing): layout settings a pasted trainer file
+  // carries, applied where --layout leaves them (0 and kAuto: not stated).
+  int64_t micro_batch = 0;
+  int64_t grad_accum = 0;
+  Setting checkpointing = Setting::kAuto;
+  // What reading a trainer's file assumed, and the arguments it read past (learning rate,
+  // logging, paths) as having no bearing on memory or step time; said with the answer, not
+  // written back to a plan.
+  std::vector<std::string> assumed;
   LoraSpec lora;                             // used for kLora / kQlora
   InferenceSpec inference;                   // used for kInference
 

@@ -233,12 +233,15 @@ StatusOr<std::optional<double>> Document::Power(const YAML::Node& map, const cha
 }
 
 Status Document::CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed,
-                           const Synonyms& synonyms) const {
+                           const Synonyms& synonyms, const std::vector<std::string_view>& read_past) const {
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string key = it->first.Scalar();
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+    if (std::find(read_past.begin(), read_past.end(), key) != read_past.end()) continue;
     if (std::any_of(synonyms.begin(), synonyms.end(), [&](const auto& s) { return s.first == key; })) continue;
-    std::string hint = Suggest(key, allowed);
+    std::vector<std::string> candidates = allowed;  // a misspelt learning rate is one too
+    candidates.insert(candidates.end(), read_past.begin(), read_past.end());
+    std::string hint = Suggest(key, candidates);
     std::string msg = "unknown key '" + key + "'";
     msg += hint.empty() ? "; expected one of: " + Join(allowed) : ", did you mean '" + hint + "'?";
     return ErrorAt(it->first, msg);

@@ -49,7 +49,10 @@ class Document {
   // `synonyms` ({theirs, ours}: the names other tools give our keys) are accepted too but
   // never suggested for a misspelling.
   using Synonyms = std::vector<std::pair<std::string, std::string>>;
-  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed, const Synonyms& synonyms = {}) const;
+  // `read_past`: other tools' keys accepted and left unread (a trainer's learning rate in a
+  // pasted file), neither suggested nor listed as expected.
+  Status CheckKeys(const YAML::Node& map, const std::vector<std::string>& allowed, const Synonyms& synonyms = {},
+                   const std::vector<std::string_view>& read_past = {}) const;
   // `map` with keys given under a synonym renamed to ours, in a fresh map whose values are
   // the file's nodes (their lines kept for errors); `map` itself when it names none. One key
   // given under two names is an error at the second.

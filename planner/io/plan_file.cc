@@ -167,6 +167,7 @@ StatusOr<Plan> ParsePlanDocument(const Document& doc) {
                                                  "`shardplan plan`, or delete model_hash to keep the edit");
   SP_ASSIGN_OR_RETURN(p.cluster, ParseClusterNode(doc, root["cluster"]));
   SP_ASSIGN_OR_RETURN(p.workload, ParseWorkloadNode(doc, root["workload"]));
+  p.workload.assumed.clear();  // notes on reading a trainer's file, said when the plan was made
   SP_ASSIGN_OR_RETURN(std::optional<std::string> layout_text, doc.String(root, "layout"));
   if (!layout_text) return doc.ErrorAt(root, "layout: missing; expected \"key=value,...\"");
   auto parsed = ParseLayout(*layout_text);

@@ -264,6 +264,200 @@ StatusOr<std::optional<int64_t>> ReadSeqLen(const Document& doc, const YAML::Nod
   return std::optional<int64_t>(seq);
 }
 
+// The --layout key for a layout setting a workload file gave.
+std::string LayoutKeyFor(std::string_view key) {
+  if (key == "deepspeed") return "framework=deepspeed,zero=...";
+  if (key == "fsdp" || key == "fsdp_config") return "framework=fsdp,zero=3 or sharding_strategy=...";
+  if (key == "tensor_parallel_size") return "tp=...";
+  if (key == "pipeline_parallel_size") return "pp=...";
+  if (key == "zero_stage") return "zero=...";
+  return std::string(key) + "=...";
+}
+
+// Preference and RL training hold more than one model (a frozen reference, a reward or value
+// model) and paired or generated sequences: a different memory picture. `key` is task, or
+// LLaMA-Factory's stage (rm, ppo, dpo, kto).
+Status RefuseRlTask(const Document& doc, const YAML::Node& root, const char* key) {
+  const YAML::Node node = root[key];
+  if (!node.IsDefined() || !node.IsScalar()) return Status::Ok();
+  const std::string t = Lower(node.Scalar());
+  for (const char* rl : {"dpo", "orpo", "kto", "simpo", "ppo", "grpo", "rlhf", "rl", "rm"})
+    if (t == rl)
+      return doc.ErrorAt(node, std::string(key) + ": \"" + node.Scalar() + "\" is preference or RL training (a reference or "
+                               "reward model beside the policy), which shardplan does not model; expected pretrain, "
+                               "finetune, lora, qlora or inference");
+  return Status::Ok();
+}
+
+// A precision switch as trainers write it: HF's and LLaMA-Factory's `bf16: true`, axolotl's
+// `bf16: auto`, DeepSpeed's `bf16: {enabled: true}` ("auto" under accelerate). Unset or auto:
+// nothing said.
+StatusOr<std::optional<bool>> ReadSwitch(const Document& doc, const YAML::Node& root, const char* key) {
+  const YAML::Node node = root[key];
+  if (!node.IsDefined()) return std::optional<bool>();
+  const YAML::Node value = node.IsMap() ? node["enabled"] : node;
+  if (node.IsMap()) SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(node, {"enabled", "auto_cast", "loss_scale",
+                                                                      "initial_scale_power", "loss_scale_window",
+                                                                      "hysteresis", "min_loss_scale", "immediate_grad_sync"}));
+  if (!value.IsDefined() || (value.IsScalar() && Lower(value.Scalar()) == "auto")) return std::optional<bool>();
+  const std::string v = value.IsScalar() ? Lower(value.Scalar()) : "";
+  if (v == "true" || v == "yes" || v == "on") return std::optional<bool>(true);
+  if (v == "false" || v == "no" || v == "off") return std::optional<bool>(false);
+  return doc.ErrorAt(value, std::string(key) + ": expected true, false or auto, got \"" + (value.IsScalar() ? value.Scalar() : "a block") + "\"");
+}
+
+// LLaMA-Factory's lora_target ("all", or "q_proj,v_proj"), axolotl's and peft scripts'
+// lora_target_modules (a list, or "all-linear").
+Status ReadLoraTarget(const Document& doc, const YAML::Node& node, LoraSpec& lora) {
+  const std::string expected = "lora_target: expected module names such as q_proj,v_proj or [q_proj, v_proj], or all";
+  std::vector<std::string> names;
+  if (node.IsScalar()) {
+    for (const std::string& part : Split(node.Scalar(), ',')) names.push_back(Trim(part));
+  } else if (node.IsSequence()) {
+    for (const auto& t : node) {
+      if (!t.IsScalar()) return doc.ErrorAt(t, expected);
+      names.push_back(Trim(t.Scalar()));
+    }
+  }
+  if (names.empty() || std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.empty(); }))
+    return doc.ErrorAt(node, expected);
+  for (std::string& n : names)
+    if (Lower(n) == "all" || Lower(n) == "all-linear" || Lower(n) == "all_linear") n = "all-linear";
+  lora.targets = names;
+  return Status::Ok();
+}
+
+// What a pasted trainer file says that the workload's own keys would (planner/workload.h):
+// the precision as bf16/fp16 switches; the task as LLaMA-Factory's stage and finetuning_type,
+// axolotl's adapter, TRL's use_peft and a 4-bit base (quantization_bit: 4, load_in_4bit);
+// the adapters as flat lora_* keys; Liger's fused loss; the attention kernel; and the batch and
+// checkpointing it runs (Workload::micro_batch, ...). `task_given`: the file has task:, which
+// the others must agree with.
+Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool task_given, Workload& w) {
+  SP_ASSIGN_OR_RETURN(std::optional<bool> bf16, ReadSwitch(doc, root, "bf16"));
+  SP_ASSIGN_OR_RETURN(std::optional<bool> fp16, ReadSwitch(doc, root, "fp16"));
+  if (bf16 && fp16 && *bf16 && *fp16) return doc.ErrorAt(root["fp16"], "fp16: bf16 is on as well; a run trains in one");
+  if ((bf16 || fp16) && root["precision"].IsDefined()) {
+    const Dtype said = (bf16 && *bf16) ? Dtype::kBf16 : (fp16 && *fp16) ? Dtype::kFp16 : w.precision;
+    if (said != w.precision)
+      return doc.ErrorAt(root[bf16 && *bf16 ? "bf16" : "fp16"], std::string(bf16 && *bf16 ? "bf16" : "fp16") +
+                                                                     ": the precision is given as " +
+                                                                     std::string(DtypeName(w.precision)) + " already");
+  }
+  if (bf16 && *bf16) w.precision = Dtype::kBf16;
+  else if (fp16 && *fp16) w.precision = Dtype::kFp16;
+  else if (bf16 && fp16 && !root["precision"].IsDefined()) w.precision = Dtype::kFp32;  // both off: HF trains in fp32
+
+  // The task, from the words trainers use for it.
+  SP_RETURN_IF_ERROR(RefuseRlTask(doc, root, "stage"));
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> stage, doc.String(root, "stage"));
+  if (stage && Lower(*stage) != "pt" && Lower(*stage) != "sft")
+    return doc.ErrorAt(root["stage"], "stage: expected pt or sft (LLaMA-Factory's pre-training and supervised "
+                                      "fine-tuning), got \"" + *stage + "\"");
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> type, doc.String(root, "finetuning_type"));
+  if (type && Lower(*type) != "full" && Lower(*type) != "lora")
+    return doc.ErrorAt(root["finetuning_type"], "finetuning_type: expected full or lora; \"" + *type + "\" trains part of "
+                                                "the model in a way shardplan does not model");
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> adapter, doc.String(root, "adapter"));
+  if (adapter && Lower(*adapter) != "lora" && Lower(*adapter) != "qlora")
+    return doc.ErrorAt(root["adapter"], "adapter: expected lora or qlora, got \"" + *adapter + "\"");
+  SP_ASSIGN_OR_RETURN(std::optional<bool> use_peft, doc.Bool(root, "use_peft"));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> bits, doc.Int(root, "quantization_bit", 2, 16));
+  if (bits && *bits != 4)
+    return doc.ErrorAt(root["quantization_bit"], "quantization_bit: " + std::to_string(*bits) + "-bit base weights are "
+                                                 "not modelled; expected 4 (bitsandbytes NF4, QLoRA)");
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> method, doc.String(root, "quantization_method"));
+  if (method && Lower(*method) != "bitsandbytes" && Lower(*method) != "bnb")
+    return doc.ErrorAt(root["quantization_method"], "quantization_method: expected bitsandbytes (NF4); \"" + *method +
+                                                    "\" is not modelled");
+  SP_ASSIGN_OR_RETURN(std::optional<bool> in4, doc.Bool(root, "load_in_4bit"));
+  SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(root, "load_in_8bit"));
+  if (in8 && *in8)
+    return doc.ErrorAt(root["load_in_8bit"], "load_in_8bit: an 8-bit base (LLM.int8) is not modelled; expected "
+                                             "load_in_4bit (QLoRA) or neither");
+  const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora");
+  const bool flat_lora = root["lora_rank"].IsDefined() || root["lora_alpha"].IsDefined() ||
+                         root["lora_dropout"].IsDefined() || root["lora_target"].IsDefined() ||
+                         root["lora_target_linear"].IsDefined();
+  const bool adapters = (type && Lower(*type) == "lora") || adapter || (use_peft && *use_peft) || flat_lora;
+  const bool full = type && Lower(*type) == "full";
+  const char* said_by = type ? "finetuning_type" : adapter ? "adapter" : use_peft ? "use_peft"
+                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : flat_lora ? "lora_rank" : nullptr;
+  if (full && four_bit)
+    return doc.ErrorAt(root[bits ? "quantization_bit" : "load_in_4bit"], "a 4-bit base trains adapters only; "
+                                                                          "expected finetuning_type: lora");
+  if (task_given && said_by) {
+    if (four_bit && w.task == Task::kLora) w.task = Task::kQlora;  // LoRA on a 4-bit base is QLoRA
+    const bool agrees = four_bit   ? w.task == Task::kQlora
+                        : adapters ? w.lora_like()
+                        : full     ? w.task == Task::kFinetune || w.task == Task::kPretrain
+                                   : true;
+    if (!agrees)
+      return doc.ErrorAt(root[said_by], std::string(said_by) + ": says " +
+                                            (four_bit ? "qlora" : adapters ? "lora" : "a full fine-tune") +
+                                            ", but task is " + std::string(TaskName(w.task)));
+  } else if (!task_given) {
+    if (four_bit && !adapters && !full)
+      return doc.ErrorAt(root[bits ? "quantization_bit" : "load_in_4bit"], "a 4-bit base trains adapters only; say "
+                                                                           "finetuning_type: lora or task: qlora");
+    if (adapters || four_bit) w.task = four_bit ? Task::kQlora : Task::kLora;
+    else if (full || stage) w.task = stage && Lower(*stage) == "pt" ? Task::kPretrain : Task::kFinetune;
+  }
+
+  // The adapters, as flat keys.
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> rank, doc.Int(root, "lora_rank", 1, 65536));
+  if (rank) w.lora.rank = *rank;
+  SP_ASSIGN_OR_RETURN(std::optional<double> dropout, doc.Number(root, "lora_dropout", 0, 0.999));
+  if (dropout) w.lora.dropout = *dropout;
+  SP_ASSIGN_OR_RETURN(std::optional<double> alpha, doc.Number(root, "lora_alpha", 0, 1e9));
+  (void)alpha;  // a scale on the update: no memory, no time
+  SP_ASSIGN_OR_RETURN(std::optional<bool> linear, doc.Bool(root, "lora_target_linear"));
+  if (linear && *linear && root["lora_target"].IsDefined())
+    return doc.ErrorAt(root["lora_target_linear"], "lora_target_linear: the targets are named in lora_target already");
+  if (linear && *linear) w.lora.targets = {"all-linear"};
+  if (root["lora_target"].IsDefined()) SP_RETURN_IF_ERROR(ReadLoraTarget(doc, root["lora_target"], w.lora));
+
+  // Liger's kernels: its fused linear cross-entropy never holds the logits whole.
+  SP_ASSIGN_OR_RETURN(std::optional<bool> liger, doc.Bool(root, "use_liger_kernel"));
+  if (liger && *liger && w.loss == LossKind::kAuto) {
+    w.loss = LossKind::kFused;
+    w.assumed.push_back("use_liger_kernel: Liger's fused linear cross-entropy (loss: fused); its RMSNorm, SwiGLU and "
+                        "RoPE kernels are priced as the framework's own");
+  }
+  // The attention kernel: HF's attn_implementation, LLaMA-Factory's flash_attn.
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> attn, doc.String(root, "attn_implementation"));
+  if (attn) {
+    if (root["flash_attention"].IsDefined())
+      return doc.ErrorAt(root["attn_implementation"], "attn_implementation: flash_attention says the kernel already");
+    const std::string a = Lower(*attn);
+    if (a == "eager" || a == "disabled") w.flash_attention = Setting::kOff;
+    else if (a == "sdpa" || a == "fa2" || a == "fa3" || a == "flash_attention_2" || a == "flash_attention_3" ||
+             a == "flex_attention" || a == "flash" || a == "flash_attn")
+      w.flash_attention = Setting::kOn;
+    else if (a != "auto")
+      return doc.ErrorAt(root["attn_implementation"], "attn_implementation: expected eager, sdpa, flash_attention_2, "
+                                                      "flash_attention_3, fa2 or auto, got \"" + *attn + "\"");
+  }
+  SP_ASSIGN_OR_RETURN(std::optional<bool> packing, doc.Bool(root, "packing"));
+  if (packing && !*packing)
+    w.assumed.push_back("packing: false; every sequence sized at seq_len " + std::to_string(w.seq_len) +
+                        ", the longest a batch holds (shorter ones need less)");
+
+  // The batch and checkpointing the trainer runs, for the layout.
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> micro, doc.Int(root, "micro_batch", 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> accum, doc.Int(root, "grad_accum", 1, 1 << 20));
+  if (micro) w.micro_batch = *micro;
+  if (accum) w.grad_accum = *accum;
+  const YAML::Node ckpt = root["gradient_checkpointing"];
+  if (ckpt.IsDefined() && ckpt.IsScalar() && Lower(ckpt.Scalar()) == "unsloth") {
+    w.checkpointing = Setting::kOn;  // Unsloth's offloaded checkpointing: its stack's own (layout.cc)
+  } else {
+    SP_ASSIGN_OR_RETURN(std::optional<bool> on, doc.Bool(root, "gradient_checkpointing"));
+    if (on) w.checkpointing = *on ? Setting::kOn : Setting::kOff;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<Workload> ParseWorkload(const Document& doc) { return ParseWorkloadNode(doc, doc.root()); }
@@ -328,7 +522,42 @@ static const Document::Synonyms kWorkloadSynonyms = {
     // Alpaca's, FastChat's and Qwen's train.py (--model_max_length), HF run_clm.py (--block_size).
     {"model_max_length", "seq_len"},     {"block_size", "seq_len"},
     // Megatron's TransformerConfig field (--moe-router-force-load-balancing).
-    {"moe_router_force_load_balancing", "force_load_balancing"}};
+    {"moe_router_force_load_balancing", "force_load_balancing"},
+    // A trainer's own file pasted as it is: HF TrainingArguments (optim, torch_compile,
+    // per_device_train_batch_size, gradient_accumulation_steps), TRL's SFTConfig (max_length),
+    // axolotl (sequence_len, micro_batch_size, lora_r, lora_target_modules), LLaMA-Factory
+    // (lora_rank, lora_target, enable_liger_kernel, flash_attn), DeepSpeed's JSON
+    // (train_batch_size, the global one; train_micro_batch_size_per_gpu) and torchtune
+    // (enable_activation_checkpointing).
+    {"optim", "optimizer"},              {"torch_compile", "compile"},   {"max_length", "seq_len"},
+    {"sequence_len", "seq_len"},         {"torch_dtype", "precision"},   {"train_batch_size", "global_batch"},
+    {"per_device_train_batch_size", "micro_batch"},     {"micro_batch_size", "micro_batch"},
+    {"mbs", "micro_batch"},              {"train_micro_batch_size_per_gpu", "micro_batch"},
+    {"gradient_accumulation_steps", "grad_accum"},      {"enable_activation_checkpointing", "gradient_checkpointing"},
+    {"activation_checkpointing", "gradient_checkpointing"},                 {"lora_r", "lora_rank"},
+    {"lora_target_modules", "lora_target"},             {"enable_liger_kernel", "use_liger_kernel"},
+    {"flash_attn", "attn_implementation"},              {"sample_packing", "packing"}};
+
+// Trainer arguments with no bearing on per-GPU memory or step time (learning rate and its
+// schedule, logging, saving, paths, data selection): a pasted HF TrainingArguments,
+// LLaMA-Factory, axolotl or TRL file reads past them, and the answer lists the ones it saw.
+static const std::vector<std::string_view> kReadPast = {
+    "output_dir", "overwrite_output_dir", "do_train", "do_eval", "do_predict", "eval_strategy", "evaluation_strategy",
+    "eval_steps", "per_device_eval_batch_size", "eval_accumulation_steps", "learning_rate", "weight_decay", "adam_beta1",
+    "adam_beta2", "adam_epsilon", "max_grad_norm", "num_train_epochs", "num_epochs", "max_steps", "lr_scheduler_type",
+    "lr_scheduler", "lr_scheduler_kwargs", "warmup_ratio", "warmup_steps", "logging_dir", "logging_strategy",
+    "logging_steps", "logging_first_step", "save_strategy", "save_steps", "save_total_limit", "save_only_model",
+    "saves_per_epoch", "evals_per_epoch", "seed", "data_seed", "run_name", "report_to", "push_to_hub", "hub_model_id",
+    "hub_strategy", "dataloader_num_workers", "dataloader_pin_memory", "remove_unused_columns", "label_names",
+    "load_best_model_at_end", "metric_for_best_model", "resume_from_checkpoint", "ddp_timeout",
+    "ddp_find_unused_parameters", "gradient_checkpointing_kwargs", "group_by_length", "disable_tqdm", "log_level",
+    "tf32", "bf16_full_eval", "fp16_full_eval", "include_num_input_tokens_seen", "model_name_or_path", "base_model",
+    "tokenizer_type", "trust_remote_code", "template", "dataset", "datasets", "dataset_dir", "dataset_name",
+    "dataset_text_field", "dataset_prepared_path", "eval_dataset", "val_size", "val_set_size", "max_samples",
+    "overwrite_cache", "preprocessing_num_workers", "plot_loss", "train_on_inputs", "special_tokens", "wandb_project",
+    "wandb_entity", "wandb_name", "wandb_watch", "wandb_log_model", "use_rslora", "lora_task_type",
+    "double_quantization", "bnb_4bit_use_double_quant", "bnb_4bit_quant_type", "quantization_type", "strict",
+    "early_stopping_patience", "local_rank", "debug", "cutoff_len_warning"};
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
@@ -337,26 +566,34 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
                                             "fp8_all_gather", "bf16_layers", "custom_sharded_layers", "kbit_prepare",
-                                            "fake_balanced_gate", "force_load_balancing"};
-  for (const char* layout_key : {"mbs", "micro_batch_size", "tp", "pp", "dp", "zero", "zero_stage", "grad_accum"})
+                                            "fake_balanced_gate", "force_load_balancing",
+                                            // a trainer's own arguments (ReadTrainerArguments)
+                                            "micro_batch", "grad_accum", "gradient_checkpointing", "bf16", "fp16",
+                                            "finetuning_type", "stage", "adapter", "use_peft", "quantization_bit",
+                                            "quantization_method", "load_in_4bit", "load_in_8bit", "lora_rank",
+                                            "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear",
+                                            "use_liger_kernel", "attn_implementation", "packing"};
+  // The parallel layout itself: how a trainer file names it is a path (deepspeed: ds_z3.json)
+  // or a wrapping policy, so it is given as a layout.
+  for (const char* layout_key : {"tp", "pp", "dp", "zero", "zero_stage", "deepspeed", "fsdp", "fsdp_config",
+                                 "tensor_parallel_size", "pipeline_parallel_size"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
-                                                layout_key + "=...), not in the workload");
-  SP_RETURN_IF_ERROR(doc.CheckKeys(given, allowed, kWorkloadSynonyms));
+                                                LayoutKeyFor(layout_key) + "), not in the workload");
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, allowed, kWorkloadSynonyms, kReadPast));
   SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kWorkloadSynonyms));
   Workload w;
+  std::string read_past;
+  for (auto it = given.begin(); it != given.end(); ++it)
+    if (std::find(kReadPast.begin(), kReadPast.end(), it->first.Scalar()) != kReadPast.end())
+      read_past += (read_past.empty() ? "" : ", ") + it->first.Scalar();
+  if (!read_past.empty())
+    w.assumed.push_back("read past " + read_past + ": trainer arguments with no bearing on memory or step time");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> task, doc.String(root, "task"));
+  SP_RETURN_IF_ERROR(RefuseRlTask(doc, root, "task"));
   if (task && !ParseTask(*task, &w.task)) {
-    // Preference and RL training hold more than one model (a frozen reference, a reward or
-    // value model) and paired or generated sequences: a different memory picture.
-    const std::string t = Lower(*task);
-    for (const char* rl : {"dpo", "orpo", "kto", "simpo", "ppo", "grpo", "rlhf", "rl"})
-      if (t == rl)
-        return doc.ErrorAt(root["task"], "task: \"" + *task + "\" is preference or RL training (a reference or reward model "
-                                         "beside the policy), which shardplan does not model; expected pretrain, finetune, "
-                                         "lora, qlora or inference");
     return doc.ErrorAt(root["task"], "task: expected pretrain, finetune, lora, qlora or inference, got \"" + *task + "\"");
   }
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, ReadSeqLen(doc, root));
@@ -370,10 +607,16 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                           "{weights: nvfp4}, got \"nvfp4\" for task inference");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, ReadOptimizer(doc, root, w));
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
+  SP_RETURN_IF_ERROR(ReadTrainerArguments(doc, root, task.has_value(), w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;
   SP_RETURN_IF_ERROR(ReadGalore(doc, root, opt, w));
-  if (root["lora"].IsDefined()) SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
+  if (root["lora"].IsDefined()) {
+    for (const char* flat : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear"})
+      if (root[flat].IsDefined())
+        return doc.ErrorAt(root[flat], std::string(flat) + ": the adapters are given in lora: already; give them one way");
+    SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
+  }
   if (root["bf16_layers"].IsDefined()) SP_RETURN_IF_ERROR(ReadBf16Layers(doc, root["bf16_layers"], w));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
@@ -422,6 +665,10 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.moe_routing == MoeRouting::kDealt) out += p + "fake_balanced_gate: true\n";
   if (w.moe_routing == MoeRouting::kRandom) out += p + "force_load_balancing: true\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
+  if (w.micro_batch > 0) out += p + "micro_batch_size: " + std::to_string(w.micro_batch) + "\n";
+  if (w.grad_accum > 0) out += p + "gradient_accumulation_steps: " + std::to_string(w.grad_accum) + "\n";
+  if (w.checkpointing != Setting::kAuto)
+    out += p + "gradient_checkpointing: " + (w.checkpointing == Setting::kOn ? "true" : "false") + "\n";
   if (w.release > 0) out += p + "release: \"" + ReleaseName(w.release) + "\"\n";
   if (w.torch_version > 0) out += p + "torch: \"" + TorchVersionName(w.torch_version) + "\"\n";
   if (w.custom_sharded_layers >= 0) {

@@ -133,6 +133,14 @@ expect user-inputs-ac "$tmp/out" "assumed: ac: full (torchtune's configs set ena
 expect user-inputs-master "$tmp/out" "assumed: master_weights: none (torchtune trains in pure bf16"
 check user-inputs-json 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/card.yaml" --workload "$tmp/flow.yaml" --layout framework=torchtune,mbs=2 --json
 json user-inputs-recipe 'j["recipe"]["paged_optimizer"] and not j["recipe"]["master_weights"] and j["time"]["known"] is False and j["layout"]["framework"] == "torchtune" and j["layout"]["engine"] == "fsdp"'
+# A trainer's own file as the workload (LLaMA-Factory's keys): its micro-batch, accumulation and
+# checkpointing become the layout's, the global batch follows, and what it read past is named;
+# a --layout that says otherwise is refused.
+printf 'stage: sft\nfinetuning_type: lora\nlora_rank: 8\nlora_target: all\ncutoff_len: 2048\nper_device_train_batch_size: 2\ngradient_accumulation_steps: 8\nlearning_rate: 1.0e-4\nbf16: true\n' > "$tmp/lf.yaml"
+check trainer-file 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/lf.yaml" --layout framework=llamafactory,dp=8 --json
+json trainer-file-json 'j["workload"]["task"] == "lora" and j["workload"]["global_batch"] == 128 and j["layout"]["mbs"] == 2 and j["layout"]["grad_accum"] == 8 and j["layout"]["ac"] == "full" and any(a.startswith("read past learning_rate") for a in j["assumed"])'
+check trainer-file-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/lf.yaml" --layout dp=8,mbs=4
+expect trainer-file-clash-msg "$tmp/err" "lf.yaml: the micro-batch is 2, but --layout says mbs=4; give it once"
 # An AMD node: the memory answered, no step time claimed, plans ranked by their structure.
 printf 'name: mi\nnodes: 1\ngpus_per_node: 8\ngpu: MI300X\n' > "$tmp/mi300x.yaml"
 check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --layout framework=fsdp,mbs=1 --json

@@ -120,7 +120,11 @@ std::string CheckWorkload(std::string_view data) {
   return RoundTrip<Workload>(
       "workload.yaml", data, [](const Document& d) { return ParseWorkload(d); },
       [](const Workload& w) { return WorkloadToYaml(w, 0); },
-      [](const Workload& a, const Workload& b) { return a == b; });
+      [](Workload a, Workload b) {  // the notes on reading a trainer's file are not written back
+        a.assumed.clear();
+        b.assumed.clear();
+        return a == b;
+      });
 }
 
 std::string CheckPlan(std::string_view data) {

@@ -890,8 +890,8 @@ TEST(Workload, TorchVersion) {
 }
 
 // Other names for the same settings (Megatron's seq_length and global_batch_size, LLaMA-
-// Factory's cutoff_len, a config's dtype) read as ours; one setting given twice, or a layout
-// setting put in the workload, is refused at its line.
+// Factory's cutoff_len, a config's dtype) read as ours; one setting given twice, or a
+// parallel degree put in the workload, is refused at its line.
 TEST(Workload, SynonymsReadAsOurKeys) {
   auto w = ReadWorkload("task: pretrain\nseq_length: 2048\nglobal_batch_size: 64\ndtype: FP8-CS\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -904,8 +904,8 @@ TEST(Workload, SynonymsReadAsOurKeys) {
   EXPECT_EQ(ReadWorkload("task: pretrain\nblock_size: 1024\n")->seq_len, 1024);      // run_clm.py
   const std::string twice = WorkloadError("task: pretrain\nseq_len: 1024\nmax_seq_length: 2048\n");
   EXPECT_NE(twice.find("w.yaml:3:1: 'max_seq_length' repeats seq_len"), std::string::npos) << twice;
-  const std::string layout = WorkloadError("task: pretrain\nmicro_batch_size: 2\n");
-  EXPECT_NE(layout.find("w.yaml:2:19: micro_batch_size: a layout setting; give it in --layout"), std::string::npos) << layout;
+  const std::string layout = WorkloadError("task: pretrain\ntp: 2\n");
+  EXPECT_NE(layout.find("w.yaml:2:5: tp: a layout setting; give it in --layout (tp=...)"), std::string::npos) << layout;
   EXPECT_NE(WorkloadError("task: pretrain\nseq_length: four\n").find("w.yaml:2:13:"), std::string::npos);
 }
 
@@ -1135,6 +1135,126 @@ TEST(Workload, OptimizerStateBytes) {
   EXPECT_DOUBLE_EQ(OptimizerStateBytes(Optimizer::kAdagrad, m), 4);
   EXPECT_TRUE(QuantizedStates(Optimizer::kAdamW4bit));
   EXPECT_FALSE(QuantizedStates(Optimizer::kAdemamix));
+}
+
+// A trainer's own file pasted as the workload: HF TrainingArguments, LLaMA-Factory, axolotl and
+// DeepSpeed name the task, precision, adapters, batch and checkpointing their way, and the
+// arguments that change neither memory nor time are read past, and named.
+TEST(Workload, TrainerFilesAsTheyAre) {
+  // LLaMA-Factory's examples/train_qlora/llama3_lora_sft_otfq.yaml, its training keys.
+  auto w = ReadWorkload(
+      "model_name_or_path: meta-llama/Meta-Llama-3-8B-Instruct\nquantization_bit: 4\nquantization_method: bitsandbytes\n"
+      "trust_remote_code: true\nstage: sft\ndo_train: true\nfinetuning_type: lora\nlora_rank: 8\nlora_target: all\n"
+      "dataset: identity,alpaca_en_demo\ntemplate: llama3\ncutoff_len: 2048\nmax_samples: 1000\n"
+      "output_dir: saves/llama3-8b/lora/sft\nlogging_steps: 10\nper_device_train_batch_size: 1\n"
+      "gradient_accumulation_steps: 8\nlearning_rate: 1.0e-4\nnum_train_epochs: 3.0\nlr_scheduler_type: cosine\n"
+      "warmup_ratio: 0.1\nbf16: true\nddp_timeout: 180000000\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kQlora);
+  EXPECT_EQ(w->seq_len, 2048);
+  EXPECT_EQ(w->lora.rank, 8);
+  EXPECT_EQ(w->lora.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(w->micro_batch, 1);
+  EXPECT_EQ(w->grad_accum, 8);
+  EXPECT_EQ(w->precision, Dtype::kBf16);
+  EXPECT_FALSE(w->global_batch_stated);
+  ASSERT_EQ(w->assumed.size(), 1u);
+  EXPECT_EQ(w->assumed[0], "read past model_name_or_path, trust_remote_code, do_train, dataset, template, max_samples, "
+                           "output_dir, logging_steps, learning_rate, num_train_epochs, lr_scheduler_type, warmup_ratio, "
+                           "ddp_timeout: trainer arguments with no bearing on memory or step time");
+
+  // HF TrainingArguments: optim, fp16, gradient checkpointing, Liger, the attention kernel.
+  w = ReadWorkload("max_length: 4096\nper_device_train_batch_size: 4\noptim: paged_adamw_8bit\nfp16: true\n"
+                   "gradient_checkpointing: true\nuse_liger_kernel: true\nattn_implementation: eager\ntorch_compile: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kPretrain);  // nothing says fine-tuning; the full-model default
+  EXPECT_EQ(w->seq_len, 4096);
+  EXPECT_EQ(w->precision, Dtype::kFp16);
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW8bit);
+  EXPECT_TRUE(w->paged_optimizer);
+  EXPECT_EQ(w->checkpointing, Setting::kOn);
+  EXPECT_EQ(w->loss, LossKind::kFused);
+  EXPECT_EQ(w->flash_attention, Setting::kOff);
+  EXPECT_EQ(w->compile, Setting::kOn);
+  // Both switches off is HF's fp32 run.
+  w = ReadWorkload("task: finetune\nbf16: false\nfp16: false\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->precision, Dtype::kFp32);
+
+  // axolotl: adapter, 4-bit base, all linear layers, its sequence and micro-batch names.
+  w = ReadWorkload("base_model: NousResearch/Llama-2-7b-hf\nload_in_4bit: true\nadapter: qlora\nsequence_len: 4096\n"
+                   "lora_r: 32\nlora_alpha: 16\nlora_dropout: 0.05\nlora_target_linear: true\nmicro_batch_size: 2\n"
+                   "gradient_accumulation_steps: 4\nbf16: auto\nflash_attention: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kQlora);
+  EXPECT_EQ(w->seq_len, 4096);
+  EXPECT_EQ(w->lora.rank, 32);
+  EXPECT_DOUBLE_EQ(w->lora.dropout, 0.05);
+  EXPECT_EQ(w->lora.targets, std::vector<std::string>{"all-linear"});
+  EXPECT_EQ(w->micro_batch, 2);
+  EXPECT_EQ(w->precision, Dtype::kBf16);  // auto: the default stands
+  EXPECT_EQ(w->flash_attention, Setting::kOn);
+
+  // DeepSpeed's JSON: the global batch is train_batch_size; precision as {enabled: ...}.
+  w = ReadWorkload("{\"task\": \"finetune\", \"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": 2, "
+                   "\"fp16\": {\"enabled\": true, \"loss_scale\": 0}}");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->global_batch, 64);
+  EXPECT_EQ(w->micro_batch, 2);
+  EXPECT_EQ(w->precision, Dtype::kFp16);
+  // LLaMA-Factory's comma-separated targets; task: lora on a 4-bit base is QLoRA.
+  w = ReadWorkload("task: lora\nload_in_4bit: true\nlora_target: q_proj, v_proj\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kQlora);
+  EXPECT_EQ(w->lora.targets, (std::vector<std::string>{"q_proj", "v_proj"}));
+
+  // The batch settings written back read back the same.
+  w = ReadWorkload("task: finetune\nper_device_train_batch_size: 3\ngradient_accumulation_steps: 5\n"
+                   "gradient_checkpointing: false\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  auto back = ReadWorkload(WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, *w);
+}
+
+// What a trainer file says that shardplan cannot price, or says twice, is an error at its line.
+TEST(WorkloadRejects, TrainerFileKeys) {
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"bf16: true\nfp16: true\n", "w.yaml:2:7: fp16: bf16 is on as well"},
+           {"precision: fp16\nbf16: true\n", "w.yaml:2:7: bf16: the precision is given as fp16 already"},
+           {"quantization_bit: 8\nfinetuning_type: lora\n", "w.yaml:1:19: quantization_bit: 8-bit base weights are not modelled"},
+           {"load_in_8bit: true\n", "load_in_8bit: an 8-bit base (LLM.int8) is not modelled"},
+           {"stage: dpo\nfinetuning_type: lora\n", "w.yaml:1:8: stage: \"dpo\" is preference or RL training"},
+           {"stage: sft\nfinetuning_type: freeze\n", "finetuning_type: expected full or lora; \"freeze\""},
+           {"task: finetune\nlora_r: 16\n", "w.yaml:2:9: lora_rank: says lora, but task is finetune"},
+           {"task: finetune\nquantization_bit: 4\n", "quantization_bit: says qlora, but task is finetune"},
+           {"finetuning_type: full\nquantization_bit: 4\n", "a 4-bit base trains adapters only"},
+           {"lora: {rank: 8}\nlora_r: 16\n", "w.yaml:2:9: lora_rank: the adapters are given in lora: already"},
+           {"optim: adamw_torch\noptimizer: adamw\n", "w.yaml:2:1: 'optimizer' repeats optimizer"},
+           {"deepspeed: examples/deepspeed/ds_z3_config.json\n", "deepspeed: a layout setting; give it in --layout "
+                                                                 "(framework=deepspeed,zero=...)"},
+           {"task: finetune\nlearnig_rate: 1.0e-5\n", "unknown key 'learnig_rate', did you mean 'learning_rate'?"},
+           {"attn_implementation: flash_attention_9\n", "attn_implementation: expected eager, sdpa"},
+       }) {
+    auto w = ReadWorkload(text);
+    ASSERT_FALSE(w.ok()) << text;
+    EXPECT_NE(w.status().message().find(message), std::string::npos) << text << " -> " << w.status().message();
+  }
+}
+
+// LLaMA-Factory checkpoints every layer unless disable_gradient_checkpointing; its name in a
+// layout says so, and a stated ac wins.
+TEST(Layout, LlamaFactoryCheckpoints) {
+  auto l = ParseLayout("framework=llamafactory,dp=2");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->ac, Recompute::kFull);
+  EXPECT_TRUE(l->fixed & kKeyAc);
+  l = ParseLayout("framework=LLaMA-Factory,ac=none");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_EQ(l->ac, Recompute::kNone);
+  l = ParseLayout("framework=hf");
+  ASSERT_TRUE(l.ok()) << l.status().message();
+  EXPECT_FALSE(l->fixed & kKeyAc);
 }
 
 }  // namespace
