@@ -424,6 +424,7 @@ ServingProfile ResolveServingProfile(const Workload& w, const GpuSpec& gpu, std:
     p = ServingProfile{defaults::kTrtllmMaxNumTokens,
                        std::max<int64_t>(1, (defaults::kTrtllmMaxNumTokens + std::max<int64_t>(len, 1) - 1) /
                                                 std::max<int64_t>(len, 1))};
+  if (inf.max_num_seqs > 0 && inf.engine == ServingEngine::kVllm) p.sequences = inf.max_num_seqs;
   if (inf.max_num_batched_tokens > 0) {
     p.tokens = inf.max_num_batched_tokens;
   } else if (assumed && w.release == 0 && inf.engine == ServingEngine::kVllm && v0.tokens > v1.tokens) {

@@ -99,6 +99,9 @@ struct InferenceSpec {
   // Tokens in vLLM's profile forward (--max-num-batched-tokens); 0 = the engine's default,
   // by release (ServingProfile in recipe.h).
   int64_t max_num_batched_tokens = 0;
+  // vLLM's --max-num-seqs: the sequences its scheduler runs at once, and the rows of its
+  // profile's dummy sampler pass; 0 = the engine's default (ServingProfile in recipe.h).
+  int64_t max_num_seqs = 0;
   bool operator==(const InferenceSpec&) const = default;
 };
 

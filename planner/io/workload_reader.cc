@@ -64,12 +64,23 @@ Status ReadBf16Layers(const Document& doc, const YAML::Node& given, Workload& w)
   return Status::Ok();
 }
 
-Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec& inf) {
-  SP_RETURN_IF_ERROR(doc.ExpectMap(node, "inference"));
-  SP_RETURN_IF_ERROR(doc.CheckKeys(node, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
-                                          "gpu_memory_utilization", "mem_fraction_static", "engine",
-                                          "max_num_batched_tokens", "free_gpu_memory_fraction",
-                                          "kv_cache_free_gpu_mem_fraction", "max_num_tokens"}));
+// The serving engines' names for a request's longest context and the sequences run at once:
+// SGLang's context_length and max_running_requests, TensorRT-LLM's max_seq_len and
+// max_batch_size, for vLLM's max_model_len and max_num_seqs.
+static const Document::Synonyms kServingSynonyms = {{"context_length", "max_model_len"},
+                                                    {"max_seq_len", "max_model_len"},
+                                                    {"max_running_requests", "max_num_seqs"},
+                                                    {"max_batch_size", "max_num_seqs"}};
+
+Status ReadInference(const Document& doc, const YAML::Node& given, InferenceSpec& inf, std::vector<std::string>& assumed) {
+  SP_RETURN_IF_ERROR(doc.ExpectMap(given, "inference"));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"batch", "prompt_len", "gen_len", "weights", "kv_cache",
+                                           "gpu_memory_utilization", "mem_fraction_static", "engine",
+                                           "max_num_batched_tokens", "free_gpu_memory_fraction",
+                                           "kv_cache_free_gpu_mem_fraction", "max_num_tokens", "max_model_len",
+                                           "max_num_seqs"},
+                                   kServingSynonyms));
+  SP_ASSIGN_OR_RETURN(const YAML::Node node, doc.WithOurNames(given, kServingSynonyms));
   SP_ASSIGN_OR_RETURN(std::optional<std::string> engine, doc.String(node, "engine"));
   if (engine) {
     const std::string e = Lower(*engine);
@@ -121,6 +132,30 @@ Status ReadInference(const Document& doc, const YAML::Node& node, InferenceSpec&
   if (batch) inf.batch = *batch;
   if (prompt) inf.prompt_len = *prompt;
   if (gen) inf.gen_len = *gen;
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> seqs, doc.Int(node, "max_num_seqs", 1, 1 << 20));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> max_len, doc.Int(node, "max_model_len", 2, int64_t{1} << 26));
+  if ((seqs || max_len) && inf.engine == ServingEngine::kTransformers)
+    return doc.ErrorAt(node[seqs ? "max_num_seqs" : "max_model_len"], "a serving engine's setting; transformers' generate has none");
+  if (seqs) {
+    inf.max_num_seqs = *seqs;
+    if (!batch) {
+      inf.batch = *seqs;
+      assumed.push_back("batch: " + std::to_string(*seqs) + " concurrent sequences (max_num_seqs, the most the engine "
+                        "runs at once; say batch: for fewer)");
+    }
+  }
+  if (max_len) {
+    // The longest a request may run: its prompt and what it generates together.
+    if (prompt) return doc.ErrorAt(node["max_model_len"], "max_model_len: give it or prompt_len, not both");
+    if (gen && *gen >= *max_len)
+      return doc.ErrorAt(node["gen_len"], "gen_len: " + std::to_string(*gen) + " tokens leave no prompt within max_model_len " +
+                                              std::to_string(*max_len));
+    if (!gen) inf.gen_len = std::min<int64_t>(inf.gen_len, *max_len / 2);
+    inf.prompt_len = *max_len - inf.gen_len;
+    assumed.push_back("max_model_len: " + std::to_string(*max_len) + " tokens a request at its longest, prompt_len " +
+                      std::to_string(inf.prompt_len) + " + gen_len " + std::to_string(inf.gen_len) +
+                      (gen ? std::string() : std::string(" (say gen_len: for your split)")));
+  }
   if (util) inf.gpu_memory_utilization = *util;
   SP_RETURN_IF_ERROR(ReadDtypeKey(doc, node, "weights", &inf.weights));
   return ReadDtypeKey(doc, node, "kv_cache", &inf.kv_cache);
@@ -618,7 +653,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
     SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
   }
   if (root["bf16_layers"].IsDefined()) SP_RETURN_IF_ERROR(ReadBf16Layers(doc, root["bf16_layers"], w));
-  if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference));
+  if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference, w.assumed));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
   return w;
 }
@@ -693,6 +728,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
          (w.inference.max_num_batched_tokens > 0
               ? ", max_num_batched_tokens: " + std::to_string(w.inference.max_num_batched_tokens)
               : std::string()) +
+         (w.inference.max_num_seqs > 0 ? ", max_num_seqs: " + std::to_string(w.inference.max_num_seqs) : std::string()) +
          "}\n";
   return out;
 }

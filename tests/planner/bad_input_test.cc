@@ -1217,6 +1217,36 @@ TEST(Workload, TrainerFilesAsTheyAre) {
   EXPECT_EQ(*back, *w);
 }
 
+// A serving engine's own limits: vLLM's max_model_len is a request at its longest (prompt and
+// generation), max_num_seqs the sequences it runs at once; SGLang's and TensorRT-LLM's names
+// read the same, and transformers' generate has neither.
+TEST(Workload, ServingLimits) {
+  auto w = ReadWorkload("task: inference\ninference: {max_model_len: 8192, max_num_seqs: 64}\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.prompt_len + w->inference.gen_len, 8192);
+  EXPECT_EQ(w->inference.gen_len, 1024);
+  EXPECT_EQ(w->inference.max_num_seqs, 64);
+  EXPECT_EQ(w->inference.batch, 64);
+  ASSERT_EQ(w->assumed.size(), 2u);
+  EXPECT_EQ(w->assumed[1], "max_model_len: 8192 tokens a request at its longest, prompt_len 7168 + gen_len 1024 "
+                           "(say gen_len: for your split)");
+  auto back = ReadWorkload(WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->inference, w->inference);
+  w = ReadWorkload("task: inference\ninference: {context_length: 1024, max_running_requests: 8, batch: 2, "
+                   "mem_fraction_static: 0.85}\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.prompt_len, 512);  // half of a short context generated
+  EXPECT_EQ(w->inference.batch, 2);
+  EXPECT_EQ(w->inference.max_num_seqs, 8);
+  const std::string both = WorkloadError("task: inference\ninference: {max_model_len: 4096, prompt_len: 4096}\n");
+  EXPECT_NE(both.find("max_model_len: give it or prompt_len, not both"), std::string::npos) << both;
+  const std::string long_gen = WorkloadError("task: inference\ninference: {max_model_len: 4096, gen_len: 4096}\n");
+  EXPECT_NE(long_gen.find("gen_len: 4096 tokens leave no prompt within max_model_len 4096"), std::string::npos) << long_gen;
+  const std::string hf = WorkloadError("task: inference\ninference: {engine: transformers, max_num_seqs: 4}\n");
+  EXPECT_NE(hf.find("a serving engine's setting; transformers' generate has none"), std::string::npos) << hf;
+}
+
 // What a trainer file says that shardplan cannot price, or says twice, is an error at its line.
 TEST(WorkloadRejects, TrainerFileKeys) {
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{

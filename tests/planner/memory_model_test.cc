@@ -570,6 +570,32 @@ TEST(Inference, ServingProfileByRelease) {
   EXPECT_TRUE(assumed.empty());
 }
 
+// A stated max_num_seqs is the row count of vLLM's dummy sampler pass (its profile runs
+// max_num_seqs requests), so fewer sequences leave the KV pool one vocabulary-wide fp32 logit
+// row each, and more: Llama 3.1 8B's 128,256-entry vocabulary on one H100.
+TEST(Inference, StatedMaxNumSeqsSizesTheSamplerProfile) {
+  const GpuSpec h100 = Cluster("dgx-h100").gpu;
+  Workload w = Serve(8192, 0.95);
+  w.release = 20250601;
+  EXPECT_EQ(ResolveServingProfile(w, h100).sequences, 1024);
+  w.inference.max_num_seqs = 64;
+  EXPECT_EQ(ResolveServingProfile(w, h100).sequences, 64);
+  w.inference.engine = ServingEngine::kTensorrtLlm;  // its profile is its own
+  EXPECT_EQ(ResolveServingProfile(w, h100).sequences, 1);
+  ClusterSpec c = Cluster("dgx-h100");
+  c.gpus_per_node = 1;
+  const ModelSpec m = Model("llama-3.1-8b");
+  auto tokens = [&](int64_t seqs) {
+    Workload v = Serve(8192, 0.95);
+    v.release = 20250601;
+    v.inference.max_num_seqs = seqs;
+    return EstimateMemory(m, v, Resolve(m, v, c, "tp=1"), c).kv.max_kv_tokens;
+  };
+  const int64_t fewer = tokens(64), defaulted = tokens(0);
+  EXPECT_GT(fewer, defaulted);
+  EXPECT_EQ(tokens(1024), defaulted);
+}
+
 // SGLang's mem_fraction_static covers weights and KV alone: Qwen3-235B-A22B FP8 on 4 x H100
 // at 0.93 logs "KV Cache is allocated. #tokens: 367404" (vLLM issue 21348); read as vLLM's
 // fraction, the activation peak and sampler would come out of the pool too.
