@@ -66,7 +66,7 @@ static const Document::Synonyms kClusterSynonyms = {
     {"num_nodes", "nodes"}, {"nnodes", "nodes"},        {"num_gpus_per_node", "gpus_per_node"},
     {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"},
     {"num_gpus", "gpus"}, {"total_gpus", "gpus"}, {"world_size", "gpus"},
-    {"network", "inter_node"}, {"interconnect", "inter_node"}};
+    {"network", "inter_node"}};
 
 // The per-port rate an InfiniBand generation names (NVIDIA's NDR, HDR, ... as cluster
 // descriptions write the fabric: "InfiniBand NDR", "HDR 200"), with the split-port forms
@@ -85,6 +85,120 @@ static double InfinibandGenerationBandwidth(std::string_view text) {
     i = j + 1;
   }
   return 0;
+}
+
+// Whether words name a link inside a node (NVLink, NVSwitch, PCIe, AMD's xGMI / Infinity
+// Fabric), as "interconnect: NVLink" means, rather than the network between nodes.
+static bool NamesIntraNodeFabric(std::string_view text) {
+  const std::string t = Lower(text);
+  for (const char* w : {"nvlink", "nvswitch", "nvl", "pcie", "pci-e", "xgmi", "infinity fabric"})
+    if (t.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// An intra-node link in words: "NVLink", "NVSwitch", "PCIe", "PCIe 4.0" / "Gen5" (x16, one
+// direction: 16, 32, 64 GB/s), "xGMI", or a bare rate ("450 GB/s") on the shipped fabric.
+static Status ReadIntraNodeWords(const Document& doc, const YAML::Node& root, const char* what, const GpuSpec& gpu,
+                                 LinkSpec& link, std::vector<std::string>& assumed) {
+  const YAML::Node node = root[what];
+  const std::string t = Lower(node.Scalar());
+  if (t.find("nvlink") != std::string::npos || t.find("nvswitch") != std::string::npos || t.find("nvl") != std::string::npos) {
+    if (gpu.nvlink_bandwidth <= 0)
+      return doc.ErrorAt(node, std::string(what) + ": " + gpu.name + " has no NVLink; expected PCIe, or a mapping with "
+                                                   "the link's bandwidth");
+    link = {"nvlink", gpu.nvlink_bandwidth, 2e-6, 0, link.domain};
+    return Status::Ok();
+  }
+  if (t.find("xgmi") != std::string::npos || t.find("infinity fabric") != std::string::npos) {
+    link = ShippedIntraNodeLink(gpu);  // AMD's GPU links, at the catalog GPU's rate
+    link.fabric = "xgmi";
+    return Status::Ok();
+  }
+  if (t.find("pci") != std::string::npos) {
+    double bw = ShippedPcieBandwidth(gpu);
+    for (const auto& [gen, rate] : {std::pair{"3", 16e9}, std::pair{"4", 32e9}, std::pair{"5", 64e9}, std::pair{"6", 128e9}})
+      if (t.find(std::string("gen") + gen) != std::string::npos || t.find(std::string("gen ") + gen) != std::string::npos ||
+          t.find(std::string(gen) + ".0") != std::string::npos)
+        bw = rate;
+    link = {"pcie", bw, 5e-6, 0, 0};
+    assumed.push_back(std::string(what) + ": \"" + node.Scalar() + "\" read as PCIe at " + ShortestNumber(bw / 1e9) +
+                      " GB/s per GPU each way (x16)");
+    return Status::Ok();
+  }
+  auto bw = doc.Bandwidth(root, what);  // a bare rate, on the fabric the GPU ships with
+  if (bw.ok() && *bw && **bw > 0) {
+    link = ShippedIntraNodeLink(gpu);
+    link.bandwidth = **bw;
+    return Status::Ok();
+  }
+  return doc.ErrorAt(node, std::string(what) + ": expected NVLink, NVSwitch, PCIe (with its generation, PCIe 4.0), a "
+                                               "rate, or a mapping {fabric: ..., bandwidth: ...}, got \"" + node.Scalar() + "\"");
+}
+
+// A network in the words cluster descriptions use: "8x400G IB", "4 x NDR", "RoCE 200G",
+// "3.2 Tbps", "100GbE", "EFA". Sets the fabric, the NICs (a count before the rate) and the
+// per-NIC rate; `total` is set when the rate can only be the node's (no NIC count given and
+// above the fastest NIC). Port speeds are bits: "400G" is 400 Gb/s; "GB/s" with a capital B
+// stays bytes. Returns false when the words name no rate and no generation.
+struct NetworkWords {
+  std::string fabric;
+  int nics = 0;       // stated count, 0 = not stated
+  double rate = 0;    // bytes/s per NIC (or in all, see above)
+};
+static bool ParseNetworkWords(std::string_view text, NetworkWords& out) {
+  const std::string t = Lower(text);
+  auto has_word = [&](const char* w) {
+    const size_t n = std::string_view(w).size();
+    for (size_t i = t.find(w); i != std::string::npos; i = t.find(w, i + 1)) {
+      const bool start = i == 0 || !std::isalpha(static_cast<unsigned char>(t[i - 1]));
+      const bool end = i + n >= t.size() || !std::isalpha(static_cast<unsigned char>(t[i + n]));
+      if (start && end) return true;
+    }
+    return false;
+  };
+  if (has_word("ib") || has_word("infiniband") || InfinibandGenerationBandwidth(text) > 0) out.fabric = "infiniband";
+  else if (has_word("roce") || has_word("rocev2") || has_word("ethernet") || t.find("gbe") != std::string::npos)
+    out.fabric = "ethernet";
+  else if (has_word("efa")) out.fabric = "efa";
+  else if (has_word("slingshot")) out.fabric = "slingshot";
+  // A count: "8x", "8 x", "8×" before the rate.
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  size_t j = i;
+  while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+  size_t k = j;
+  while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+  const bool times = k < text.size() && (text[k] == 'x' || text[k] == 'X' || text.substr(k, 2) == "\xc3\x97");
+  size_t rest = 0;
+  if (j > i && times && j - i <= 4) {
+    out.nics = std::stoi(std::string(text.substr(i, j - i)));
+    rest = k + (text[k] == 'x' || text[k] == 'X' ? 1 : 2);
+  }
+  // The first number after that, and its unit.
+  size_t a = rest;
+  while (a < text.size() && !std::isdigit(static_cast<unsigned char>(text[a]))) ++a;
+  if (a < text.size()) {
+    size_t b = a;
+    while (b < text.size() && (std::isdigit(static_cast<unsigned char>(text[b])) || text[b] == '.')) ++b;
+    size_t u = b;
+    while (u < text.size() && text[u] == ' ') ++u;
+    size_t e = u;
+    while (e < text.size() && (std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '/')) ++e;
+    const std::string number(text.substr(a, b - a)), unit(text.substr(u, e - u));
+    const std::string lu = Lower(unit);
+    double scale = 0;
+    const bool bytes = unit.size() >= 2 && unit[1] == 'B';  // GB/s, TB/s
+    if (!lu.empty() && lu[0] == 'g') scale = 1e9;
+    else if (!lu.empty() && lu[0] == 't') scale = 1e12;
+    else if (!lu.empty() && lu[0] == 'm') scale = 1e6;
+    char* end = nullptr;
+    const double v = std::strtod(number.c_str(), &end);
+    if (scale > 0 && end && *end == '\0' && v > 0) out.rate = bytes ? v * scale : v * scale / 8;
+  }
+  const double generation = InfinibandGenerationBandwidth(text.substr(rest));  // "4xNDR": after the count
+  if (generation > 0) out.fabric = "infiniband";
+  if (out.rate <= 0) out.rate = generation;
+  return out.rate > 0 || out.fabric == "efa";
 }
 
 // Nodes and GPUs per node from a total GPU count (`gpus:`, as a run's source states it) and
@@ -118,28 +232,112 @@ static Status ResolveGpuCount(const Document& doc, const YAML::Node& root, std::
   return Status::Ok();
 }
 
+// The network as a scalar, as cluster descriptions give it. A bare rate ("400 Gb/s") is one
+// NIC's, one NIC per GPU, up to the fastest NIC that ships (800 Gb/s, ConnectX-8); above that it
+// can only be the node's total, split over one NIC per GPU. A count before the rate ("8x400G")
+// is the NICs. AWS's EFA alone is the instance's: 3,200 Gb/s a node on H100, H200 and B200
+// instances (p5, p5e, p6-b200), 400 Gb/s on A100 ones (p4d). Every reading is said.
+Status ReadNetworkScalar(const Document& doc, const YAML::Node& root, const char* key, ClusterSpec& c) {
+  constexpr double kFastestNic = 800e9 / 8;
+  const YAML::Node inter = root[key];
+  NetworkWords words;
+  std::optional<double> plain;
+  if (!ParseNetworkWords(inter.Scalar(), words)) {
+    SP_ASSIGN_OR_RETURN(plain, doc.Bandwidth(root, key));
+  } else if (words.fabric.empty() && words.nics == 0) {
+    // A rate alone in a unit Bandwidth reads ("50 GB/s", "400Gbps"): its reading.
+    auto strict = doc.Bandwidth(root, key);
+    if (strict.ok() && *strict) plain = *strict;
+  }
+  double bw = plain ? *plain : words.rate;
+  int nics = words.nics > 0 ? words.nics : c.gpus_per_node;
+  bool total = words.nics == 0 && bw > kFastestNic;
+  std::string why;
+  if (!plain && words.fabric == "efa" && bw <= 0) {
+    const std::string g = c.gpu.name;
+    const bool a100 = g.starts_with("a100");
+    if (!a100 && !g.starts_with("h100") && !g.starts_with("h200") && !g.starts_with("b200"))
+      return doc.ErrorAt(inter, std::string(key) + ": EFA's rate depends on the instance; give it, such as \"EFA 3200 Gb/s\"");
+    bw = (a100 ? 400e9 : 3200e9) / 8;
+    total = true;
+    why = std::string("EFA on ") + (a100 ? "A100 instances (p4d)" : "H100, H200 and B200 instances (p5, p5e, p6-b200)") +
+          ": " + (a100 ? "400" : "3,200") + " Gb/s a node; ";
+  }
+  if (bw <= 0) return doc.ErrorAt(inter, std::string(key) + ": expected a rate above 0 such as 400 Gb/s, or a mapping");
+  if (words.nics > 0 && words.nics > 1024)
+    return doc.ErrorAt(inter, std::string(key) + ": " + std::to_string(words.nics) + " NICs to a node is out of range");
+  c.inter_node.bandwidth = total ? bw / nics : bw;
+  c.inter_node.nics_per_node = nics;
+  if (!words.fabric.empty()) c.inter_node.fabric = words.fabric;
+  const std::string rate = ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s";
+  const bool generation = !plain && words.nics == 0 && InfinibandGenerationBandwidth(inter.Scalar()) == bw;
+  const std::string written = plain && words.fabric.empty() ? ShortestNumber(bw * 8 / 1e9) + " Gb/s"
+                              : generation ? "\"" + inter.Scalar() + "\" (" + ShortestNumber(bw * 8 / 1e9) + " Gb/s a port)"
+                                           : "\"" + inter.Scalar() + "\"";
+  c.assumed.push_back("inter_node: " + written + " read as " + why +
+                      (words.nics > 0 ? std::to_string(nics) + " NICs of " + rate + " a node"
+                       : total        ? "the node's total: " + std::to_string(nics) + " x " + rate + " per node"
+                                      : "one NIC per GPU: " + std::to_string(nics) + " x " + rate + " per node") +
+                      (words.fabric.empty() || generation ? std::string() : ", " + words.fabric) +
+                      " (" +
+                      (words.nics > 0  ? std::string("as written")
+                       : !why.empty() ? std::string("split over one NIC per GPU")
+                       : total        ? std::string("no NIC runs faster than 800 Gb/s")
+                                      : std::string("a node's total would be larger")) +
+                      "; say inter_node: {bandwidth: ..., nics_per_node: ...} to set both)");
+  return Status::Ok();
+}
+
 StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& given) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpus", "gpu", "intra_node", "inter_node",
-                                           "host", "nvme", "source"}, kClusterSynonyms));
+                                           "host", "nvme", "source", "interconnect"}, kClusterSynonyms));
   SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
+  // "interconnect" is the link inside a node when its words name one (NVLink, PCIe), else
+  // the network between nodes.
+  const YAML::Node interconnect = root["interconnect"];
+  const bool interconnect_intra =
+      interconnect.IsDefined() && interconnect.IsScalar() && NamesIntraNodeFabric(interconnect.Scalar());
+  const char* const intra_key = interconnect_intra ? "interconnect" : "intra_node";
+  const char* const inter_key = interconnect.IsDefined() && !interconnect_intra ? "interconnect" : "inter_node";
+  if (interconnect.IsDefined() && root[interconnect_intra ? "intra_node" : "inter_node"].IsDefined())
+    return doc.ErrorAt(interconnect, std::string("interconnect: the file gives ") +
+                                         (interconnect_intra ? "intra_node" : "inter_node (or network)") + " already");
   ClusterSpec c;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   c.name = name.value_or("cluster");
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "nodes", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gpn, doc.Int(root, "gpus_per_node", 1, 1024));
+  YAML::Node gpu = root["gpu"];
+  if (!gpu.IsDefined()) return doc.ErrorAt(given, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
+  std::string gpu_name = gpu.IsScalar() ? gpu.Scalar() : std::string();
+  if (gpu.IsScalar()) {
+    // "8x H100", "8 x A100 80GB": the node's GPUs and their kind, as specs write them.
+    const std::string& v = gpu.Scalar();
+    size_t j = 0;
+    while (j < v.size() && std::isdigit(static_cast<unsigned char>(v[j]))) ++j;
+    size_t k = j;
+    while (k < v.size() && v[k] == ' ') ++k;
+    if (j > 0 && j <= 4 && k + 1 < v.size() && (v[k] == 'x' || v[k] == 'X') && !std::isalnum(static_cast<unsigned char>(v[k + 1]))) {
+      const int count = std::stoi(v.substr(0, j));
+      if (count < 1 || count > 1024) return doc.ErrorAt(gpu, "gpu: " + std::to_string(count) + " GPUs to a node is out of range");
+      if (gpn && *gpn != count)
+        return doc.ErrorAt(gpu, "gpu: \"" + v + "\" says " + std::to_string(count) + " to a node, but gpus_per_node is " +
+                                    std::to_string(*gpn));
+      gpn = count;
+      gpu_name = Trim(v.substr(k + 1));
+    }
+  }
   SP_RETURN_IF_ERROR(ResolveGpuCount(doc, root, nodes, gpn, c.assumed));
   if (nodes && (*nodes < 1 || *nodes > (1 << 20))) return doc.ErrorAt(root["gpus"], "gpus: gives more nodes than a cluster file may state");
   if (gpn && (*gpn < 1 || *gpn > 1024)) return doc.ErrorAt(root["gpus"], "gpus: gives more than 1,024 GPUs per node");
   c.nodes = static_cast<int>(nodes.value_or(1));
+  if (gpn) c.gpus_per_node = static_cast<int>(*gpn);
   if (!gpn) return doc.ErrorAt(given, "gpus_per_node: missing; expected a positive integer");
-  c.gpus_per_node = static_cast<int>(*gpn);
-  YAML::Node gpu = root["gpu"];
-  if (!gpu.IsDefined()) return doc.ErrorAt(given, "gpu: missing; expected a catalog name (e.g. h100-sxm-80gb) or a mapping");
   std::string tdp_of;  // whose TDP the power limit is checked against, for the message
   if (gpu.IsScalar()) {
     std::string note;
     int64_t stated_memory = 0;
-    auto key = ResolveGpuName(gpu.Scalar(), &note, &stated_memory, &c.larger_gpus);
+    auto key = ResolveGpuName(gpu_name, &note, &stated_memory, &c.larger_gpus);
     if (!key.ok()) return doc.ErrorAt(gpu, "gpu: " + key.status().message());
     auto g = CatalogGpu(*key);
     if (!g.ok()) return doc.ErrorAt(gpu, "gpu: " + g.status().message());
@@ -147,7 +345,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     c.gpu = *g;
     if (stated_memory > 0) {
       c.gpu.memory_bytes = stated_memory;
-      c.gpu.display_name = gpu.Scalar();
+      c.gpu.display_name = gpu_name;
     }
   } else {
     SP_ASSIGN_OR_RETURN(c.gpu, ParseGpu(doc, gpu, "custom", true));
@@ -197,10 +395,14 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   c.intra_node = ShippedIntraNodeLink(c.gpu);
   // One NIC per GPU at the rate of the system the GPU ships in.
   c.inter_node = {"infiniband", ShippedNicBandwidth(c.gpu), 5e-6, c.gpus_per_node};
-  SP_RETURN_IF_ERROR(ReadLink(doc, root["intra_node"], "intra_node", false, c.intra_node));
+  YAML::Node intra = root[intra_key];
+  if (intra.IsDefined() && intra.IsScalar()) {
+    SP_RETURN_IF_ERROR(ReadIntraNodeWords(doc, root, intra_key, c.gpu, c.intra_node, c.assumed));
+  } else {
+    SP_RETURN_IF_ERROR(ReadLink(doc, intra, intra_key, false, c.intra_node));
+  }
   // A system whose NVLink fabric spans trays (GB200 NVL72: 18 trays of 4 GPUs on one NVLink
   // switch fabric) ships that way: its collectives inside the domain never touch a NIC.
-  YAML::Node intra = root["intra_node"];
   const bool domain_stated = intra.IsDefined() && intra.IsMap() && intra["domain"].IsDefined();
   const int shipped = ShippedNvlinkDomain(c.gpu, c.gpus_per_node);
   if (!domain_stated && shipped > 0 && c.nodes > 1 && c.intra_node.fabric == "nvlink") {
@@ -215,34 +417,11 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     return doc.ErrorAt(intra["domain"],
                        "intra_node.domain: " + std::to_string(c.intra_node.domain) +
                            " GPUs is not a whole number of nodes of " + std::to_string(c.gpus_per_node));
-  const YAML::Node inter = root["inter_node"];
+  const YAML::Node inter = root[inter_key];
   if (inter.IsDefined() && inter.IsScalar()) {
-    // A bare rate ("inter_node: 400 Gb/s"), as cluster descriptions give it: one NIC's rate,
-    // one NIC per GPU, up to the fastest NIC that ships (800 Gb/s, ConnectX-8); above that it
-    // can only be the node's total, split over one NIC per GPU. Either reading is said.
-    constexpr double kFastestNic = 800e9 / 8;
-    std::optional<double> bw;
-    const double generation = InfinibandGenerationBandwidth(inter.Scalar());
-    if (generation > 0) {
-      bw = generation;
-    } else {
-      SP_ASSIGN_OR_RETURN(bw, doc.Bandwidth(root, "inter_node"));
-    }
-    if (!bw || *bw <= 0) return doc.ErrorAt(inter, "inter_node: expected a rate above 0 such as 400 Gb/s, or a mapping");
-    const int nics = c.gpus_per_node;
-    const bool total = *bw > kFastestNic;
-    c.inter_node.bandwidth = total ? *bw / nics : *bw;
-    c.inter_node.nics_per_node = nics;
-    const std::string written = generation > 0 ? "\"" + inter.Scalar() + "\" (" + ShortestNumber(*bw * 8 / 1e9) +
-                                                     " Gb/s a port)"
-                                               : ShortestNumber(*bw * 8 / 1e9) + " Gb/s";
-    c.assumed.push_back("inter_node: " + written + " read as " +
-                        (total ? "the node's total: " : "one NIC per GPU: ") + std::to_string(nics) + " x " +
-                        ShortestNumber(c.inter_node.bandwidth * 8 / 1e9) + " Gb/s per node (" +
-                        (total ? "no NIC runs faster than 800 Gb/s" : "a node's total would be larger") +
-                        "; say inter_node: {bandwidth: ..., nics_per_node: ...} to set both)");
+    SP_RETURN_IF_ERROR(ReadNetworkScalar(doc, root, inter_key, c));
   } else {
-    SP_RETURN_IF_ERROR(ReadLink(doc, inter, "inter_node", true, c.inter_node));
+    SP_RETURN_IF_ERROR(ReadLink(doc, inter, inter_key, true, c.inter_node));
   }
   if (c.nodes > 1 && c.inter_node.fabric != "none" && !(inter.IsDefined() && (inter.IsScalar() || (inter.IsMap() && inter["bandwidth"].IsDefined()))))
     c.assumed.push_back("inter_node: " + std::to_string(c.inter_node.nics_per_node) + " x " +

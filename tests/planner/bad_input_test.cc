@@ -510,9 +510,62 @@ TEST(ClusterReads, NetworkByNameAndInfinibandGeneration) {
   EXPECT_EQ(mapping->inter_node.nics_per_node, 4);
   // "Handler" is no generation: only whole words count.
   Status words = ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninterconnect: Ethernet handler\n");
-  EXPECT_NE(words.message().find("inter_node: expected a number in a bandwidth"), std::string::npos) << words.message();
+  EXPECT_NE(words.message().find("cluster.yaml:4:15: interconnect: expected a number in a bandwidth"), std::string::npos)
+      << words.message();
   Status twice = ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\nnetwork: NDR\ninter_node: 200 Gb/s\n");
   EXPECT_NE(twice.message().find("repeats inter_node"), std::string::npos) << twice.message();
+}
+
+// Links as people write them: "interconnect" is the link inside a node when it names one
+// (NVLink, PCIe) and the network otherwise; intra_node in words; a NIC count before the rate
+// ("8x400G IB"), port speeds in bits ("400G", "100GbE"), RoCE and EFA by name; "8x H100" as
+// the node's GPUs.
+TEST(ClusterReads, LinksAndGpusInWords) {
+  auto both = ReadCluster("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninterconnect: NVLink\nnetwork: 400Gbps InfiniBand\n");
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->intra_node.fabric, "nvlink");
+  EXPECT_DOUBLE_EQ(both->intra_node.bandwidth, both->gpu.nvlink_bandwidth);
+  EXPECT_DOUBLE_EQ(both->inter_node.bandwidth, 50e9);
+  struct Case {
+    const char* text;
+    double gbps_per_nic;
+    int nics;
+    const char* fabric;
+  };
+  for (const Case& k : {Case{"inter_node: 8x400G IB", 400, 8, "infiniband"}, Case{"inter_node: 400G", 400, 8, "infiniband"},
+                        Case{"inter_node: RoCE 200G", 200, 8, "ethernet"}, Case{"network: 4 x 200 Gb/s RoCEv2", 200, 4, "ethernet"},
+                        Case{"inter_node: 100GbE", 100, 8, "ethernet"}, Case{"network: EFA", 400, 8, "efa"},
+                        Case{"interconnect: 4xNDR", 400, 4, "infiniband"}}) {
+    auto c = ReadCluster(std::string("nodes: 2\ngpus_per_node: 8\ngpu: H100\n") + k.text + "\n");
+    ASSERT_TRUE(c.ok()) << k.text << ": " << c.status().message();
+    EXPECT_DOUBLE_EQ(c->inter_node.bandwidth, k.gbps_per_nic * 1e9 / 8) << k.text;
+    EXPECT_EQ(c->inter_node.nics_per_node, k.nics) << k.text;
+    EXPECT_EQ(c->inter_node.fabric, k.fabric) << k.text;
+  }
+  auto efa = ReadCluster("nodes: 4\ngpus_per_node: 8\ngpu: A100 40GB\nnetwork: EFA\n");  // p4d: 400 Gb/s a node
+  ASSERT_TRUE(efa.ok()) << efa.status().message();
+  EXPECT_DOUBLE_EQ(efa->inter_node.bandwidth * efa->inter_node.nics_per_node, 400e9 / 8);
+  auto pcie = ReadCluster("nodes: 1\ngpus_per_node: 2\ngpu: RTX 4090\nintra_node: PCIe 4.0\n");
+  ASSERT_TRUE(pcie.ok()) << pcie.status().message();
+  EXPECT_EQ(pcie->intra_node.fabric, "pcie");
+  EXPECT_DOUBLE_EQ(pcie->intra_node.bandwidth, 32e9);
+  auto gpus = ReadCluster("nodes: 2\ngpu: 8x H100\n");
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  EXPECT_EQ(gpus->gpus_per_node, 8);
+  EXPECT_EQ(gpus->gpu.name, "h100-sxm-80gb");
+  auto total = ReadCluster("gpus: 16\ngpu: 8 x A100 80GB\n");
+  ASSERT_TRUE(total.ok()) << total.status().message();
+  EXPECT_EQ(total->nodes, 2);
+  EXPECT_EQ(total->gpu.name, "a100-sxm-80gb");
+  EXPECT_NE(ClusterError("gpus_per_node: 4\ngpu: 8x H100\n").message().find(
+                "gpu: \"8x H100\" says 8 to a node, but gpus_per_node is 4"),
+            std::string::npos);
+  EXPECT_NE(ClusterError("gpus_per_node: 2\ngpu: RTX 4090\nintra_node: NVLink\n").message().find("has no NVLink"),
+            std::string::npos);
+  EXPECT_NE(ClusterError("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninterconnect: NVLink\nintra_node: {fabric: nvlink}\n")
+                .message()
+                .find("interconnect: the file gives intra_node already"),
+            std::string::npos);
 }
 
 // A bare inter_node rate, as cluster descriptions give it: up to the fastest NIC that ships
