@@ -494,6 +494,96 @@ bool ParseShardingStrategy(std::string value, int* zero, bool* hybrid) {
 
 }  // namespace
 
+namespace {
+
+// Layout words as tables and write-ups give them, with no '=': a framework's name
+// ("deepspeed", "FSDP2", "torchtitan"), a ZeRO stage ("ZeRO-3", "zero2": DeepSpeed's words,
+// so DeepSpeed unless a framework is named), DDP (no sharding),
+// HSDP, a degree run into its key ("TP8", "pp4", "VPP2") or beside it ("TP 8"), several joined
+// by '/' or '+' ("TP8/PP4", "FSDP2 + TP8"). Each becomes the key=value it means; a word that
+// means none stays as written, for the error.
+std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
+  static const char* const kDegrees[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "vp", "mbs", "fsdp"};
+  auto degree_key = [](const std::string& w) -> std::string {
+    for (const char* k : kDegrees)
+      if (w == k) return k;
+    return "";
+  };
+  auto digits = [](std::string_view v) {
+    return !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
+  std::vector<std::string> words;  // '/' and '+' split items that carry no '='
+  for (const std::string& r : raw) {
+    const std::string item = Trim(r);
+    if (item.find('=') != std::string::npos) {
+      words.push_back(item);
+      continue;
+    }
+    size_t b = 0;
+    for (size_t i = 0; i <= item.size(); ++i)
+      if (i == item.size() || item[i] == '/' || item[i] == '+') {
+        if (std::string w = Trim(item.substr(b, i - b)); !w.empty()) words.push_back(w);
+        b = i + 1;
+      }
+  }
+  std::vector<std::string> out;
+  bool zero_word = false;  // "ZeRO-3" as a word: DeepSpeed's name for its stages
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.find('=') != std::string::npos) {
+      out.push_back(w);
+      continue;
+    }
+    const std::string v = Lower(w);
+    // "TP 8": a degree's key, then its value.
+    if (const std::string key = degree_key(v); !key.empty() && i + 1 < words.size() && digits(words[i + 1])) {
+      out.push_back(key + "=" + words[++i]);
+      continue;
+    }
+    // "TP8", "pp4": the value run into the key.
+    size_t d = v.size();
+    while (d > 0 && std::isdigit(static_cast<unsigned char>(v[d - 1]))) --d;
+    if (d > 0 && d < v.size()) {
+      std::string key = v.substr(0, d);
+      if (!key.empty() && (key.back() == '-' || key.back() == '_')) key.pop_back();  // "zero-3", "tp_8"
+      if (key == "zero" || key == "stage") {
+        out.push_back("zero=" + v.substr(d));
+        zero_word = true;
+        continue;
+      }
+      if (!degree_key(key).empty() && key != "fsdp") {
+        out.push_back(key + "=" + v.substr(d));
+        continue;
+      }
+    }
+    if (v == "ddp") {
+      out.push_back("zero=0");
+      continue;
+    }
+    if (v == "hsdp") {
+      out.push_back("sharding_strategy=HYBRID_SHARD");
+      continue;
+    }
+    if (v == "sp" || v == "sequence_parallel" || v == "sequence-parallel") {
+      out.push_back("sp=on");
+      continue;
+    }
+    Layout scratch;  // a framework's name
+    if (SetKey(scratch, "framework", w).ok()) {
+      out.push_back("framework=" + w);
+      continue;
+    }
+    out.push_back(w);
+  }
+  if (zero_word && std::none_of(out.begin(), out.end(), [](const std::string& o) {
+        return Lower(o).starts_with("framework=") || Lower(o).starts_with("framework =");
+      }))
+    out.push_back("framework=deepspeed");
+  return out;
+}
+
+}  // namespace
+
 StatusOr<Layout> ParseLayout(std::string_view text) {
   Layout l;
   bool zero_set = false;
@@ -530,11 +620,12 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     }
     i = (next == std::string_view::npos ? text.size() : next) - 1;
   }
-  for (const std::string& raw : raw_items) {
+  for (const std::string& raw : ExpandBareItems(raw_items)) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
     size_t eq = item.find('=');
-    if (eq == std::string::npos) return Status::BadInput("--layout: expected key=value, got \"" + item + "\"");
+    if (eq == std::string::npos)
+      return Status::BadInput("--layout: expected key=value (or a framework's name, ZeRO-3, TP8, ...), got \"" + item + "\"");
     std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
     if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + item + "\" (no key before '=')");
     key = CanonicalKey(key);
