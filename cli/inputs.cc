@@ -53,6 +53,15 @@ static Status ApplyTrainerBatch(const Workload& w, const std::string& file, Layo
   const auto clash = [&](const char* key, const std::string& ours, const std::string& theirs) {
     return Status::BadInput(file + ": " + key + " " + theirs + ", but --layout says " + ours + "; give it once");
   };
+  for (const auto& [stated, degree, bit, name] :
+       {std::tuple{w.tensor_parallel, &l.tp, kKeyTp, "tp"}, std::tuple{w.pipeline_parallel, &l.pp, kKeyPp, "pp"}}) {
+    if (stated <= 0) continue;
+    if ((l.fixed & bit) && *degree != stated)
+      return clash(name == std::string("tp") ? "tensor_parallel_size is" : "pipeline_parallel_size is",
+                   std::string(name) + "=" + std::to_string(*degree), std::to_string(stated));
+    *degree = static_cast<int>(stated);
+    l.fixed |= bit;
+  }
   if (w.micro_batch > 0) {
     if ((l.fixed & kKeyMbs) && l.mbs != w.micro_batch)
       return clash("the micro-batch is", "mbs=" + std::to_string(l.mbs), std::to_string(w.micro_batch));

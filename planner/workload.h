@@ -162,6 +162,10 @@ struct Workload {
   int64_t micro_batch = 0;
   int64_t grad_accum = 0;
   Setting checkpointing = Setting::kAuto;
+  // A config's tensor_parallel_size and pipeline_parallel_size (vLLM, SGLang's tp_size,
+  // Megatron-style trainer files), for the layout likewise; 0 = not stated.
+  int64_t tensor_parallel = 0;
+  int64_t pipeline_parallel = 0;
   // What reading a trainer's file assumed, and the arguments it read past (learning rate,
   // logging, paths) as having no bearing on memory or step time; said with the answer, not
   // written back to a plan.

@@ -12,6 +12,7 @@ namespace {
 Status ReadDtypeKey(const Document& doc, const YAML::Node& map, const char* key, Dtype* out) {
   SP_ASSIGN_OR_RETURN(std::optional<std::string> s, doc.String(map, key));
   if (!s) return Status::Ok();
+  if (Lower(*s) == "auto") return Status::Ok();  // a serving engine's dtype: auto, the checkpoint's own
   std::optional<Dtype> d = ParseDtype(*s);
   if (!d) return doc.ErrorAt(map[key], std::string(key) + ": expected bf16, fp16, fp32, fp8, nvfp4, int8, int4 or nf4, got \"" + *s + "\"");
   if (*d == Dtype::kFp4 && std::string_view(key) == "kv_cache")
@@ -109,7 +110,7 @@ Status ReadInference(const Document& doc, const YAML::Node& given, InferenceSpec
       return doc.ErrorAt(node[key], std::string(key) + ": a TensorRT-LLM setting, but engine is " + *engine);
     inf.engine = ServingEngine::kTensorrtLlm;
     SP_ASSIGN_OR_RETURN(std::optional<double> frac, doc.Number(node, key, 0.05, 1.0));
-    inf.gpu_memory_utilization = *frac;
+    if (frac) inf.gpu_memory_utilization = *frac;  // a key with no value says nothing
   }
   if (node["mem_fraction_static"].IsDefined()) {  // SGLang's name for its fraction
     if (node["gpu_memory_utilization"].IsDefined())
@@ -118,7 +119,7 @@ Status ReadInference(const Document& doc, const YAML::Node& given, InferenceSpec
       return doc.ErrorAt(node["mem_fraction_static"], "mem_fraction_static: an SGLang setting, but engine is vllm");
     inf.engine = ServingEngine::kSglang;
     SP_ASSIGN_OR_RETURN(std::optional<double> frac, doc.Number(node, "mem_fraction_static", 0.05, 1.0));
-    inf.gpu_memory_utilization = *frac;
+    if (frac) inf.gpu_memory_utilization = *frac;
   }
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> batch, doc.Int(node, "batch", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> prompt, doc.Int(node, "prompt_len", 1, int64_t{1} << 26));
@@ -411,15 +412,17 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     return doc.ErrorAt(root["load_in_8bit"], "load_in_8bit: an 8-bit base (LLM.int8) is not modelled; expected "
                                              "load_in_4bit (QLoRA) or neither");
   const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora");
-  const bool flat_lora = root["lora_rank"].IsDefined() || root["lora_alpha"].IsDefined() ||
-                         root["lora_dropout"].IsDefined() || root["lora_target"].IsDefined() ||
-                         root["lora_target_linear"].IsDefined();
+  const char* four_bit_key = bits && *bits == 4 ? "quantization_bit" : in4 && *in4 ? "load_in_4bit" : "adapter";
+  const char* flat_key = nullptr;  // the first flat LoRA key the file gives
+  for (const char* key : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear"})
+    if (!flat_key && root[key].IsDefined()) flat_key = key;
+  const bool flat_lora = flat_key != nullptr;
   const bool adapters = (type && Lower(*type) == "lora") || adapter || (use_peft && *use_peft) || flat_lora;
   const bool full = type && Lower(*type) == "full";
   const char* said_by = type ? "finetuning_type" : adapter ? "adapter" : use_peft ? "use_peft"
-                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : flat_lora ? "lora_rank" : nullptr;
+                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : flat_key;
   if (full && four_bit)
-    return doc.ErrorAt(root[bits ? "quantization_bit" : "load_in_4bit"], "a 4-bit base trains adapters only; "
+    return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; "
                                                                           "expected finetuning_type: lora");
   if (task_given && said_by) {
     if (four_bit && w.task == Task::kLora) w.task = Task::kQlora;  // LoRA on a 4-bit base is QLoRA
@@ -433,7 +436,7 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
                                             ", but task is " + std::string(TaskName(w.task)));
   } else if (!task_given) {
     if (four_bit && !adapters && !full)
-      return doc.ErrorAt(root[bits ? "quantization_bit" : "load_in_4bit"], "a 4-bit base trains adapters only; say "
+      return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; say "
                                                                            "finetuning_type: lora or task: qlora");
     if (adapters || four_bit) w.task = four_bit ? Task::kQlora : Task::kLora;
     else if (full || stage) w.task = stage && Lower(*stage) == "pt" ? Task::kPretrain : Task::kFinetune;
@@ -479,6 +482,10 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
                         ", the longest a batch holds (shorter ones need less)");
 
   // The batch and checkpointing the trainer runs, for the layout.
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> tp, doc.Int(root, "tensor_parallel_size", 1, 1 << 16));
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> pp, doc.Int(root, "pipeline_parallel_size", 1, 1 << 16));
+  if (tp) w.tensor_parallel = *tp;
+  if (pp) w.pipeline_parallel = *pp;
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> micro, doc.Int(root, "micro_batch", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> accum, doc.Int(root, "grad_accum", 1, 1 << 20));
   if (micro) w.micro_batch = *micro;
@@ -491,6 +498,54 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     if (on) w.checkpointing = *on ? Setting::kOn : Setting::kOff;
   }
   return Status::Ok();
+}
+
+// A serving engine's own config as the workload (`vllm serve --config`, SGLang's server
+// arguments): its top-level max_model_len, gpu_memory_utilization, max_num_seqs,
+// max_num_batched_tokens, kv_cache_dtype and quantization (vLLM) or mem_fraction_static,
+// context_length and max_running_requests (SGLang) are the inference block's, and make the
+// task inference. `auto` leaves a setting to the engine; a quantization the checkpoint's own
+// config states (compressed-tensors, modelopt) is read from there.
+Status ReadServingConfig(const Document& doc, const YAML::Node& root, bool task_given, Workload& w) {
+  static const char* const kServingKeys[] = {"max_model_len",          "gpu_memory_utilization", "max_num_seqs",
+                                             "max_num_batched_tokens", "kv_cache_dtype",         "mem_fraction_static",
+                                             "context_length",         "max_running_requests",   "quantization"};
+  const char* first = nullptr;
+  for (const char* key : kServingKeys)
+    if (root[key].IsDefined() && !first) first = key;
+  if (!first) return Status::Ok();
+  if (root["inference"].IsDefined())
+    return doc.ErrorAt(root[first], std::string(first) + ": give the serving settings in inference: or at the top "
+                                                         "level, not both");
+  if (task_given && w.task != Task::kInference)
+    return doc.ErrorAt(root[first], std::string(first) + ": a serving engine's setting, but task is " +
+                                        std::string(TaskName(w.task)));
+  w.task = Task::kInference;
+  YAML::Node node(YAML::NodeType::Map);
+  const bool sglang = root["mem_fraction_static"].IsDefined() || root["context_length"].IsDefined() ||
+                      root["max_running_requests"].IsDefined();
+  node["engine"] = sglang ? "sglang" : "vllm";
+  for (const char* key : {"max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
+                          "mem_fraction_static", "context_length", "max_running_requests"})
+    if (root[key].IsDefined()) node[key] = root[key];
+  if (const YAML::Node kv = root["kv_cache_dtype"]; kv.IsDefined()) {
+    const std::string v = kv.IsScalar() ? Lower(kv.Scalar()) : "";
+    if (v.starts_with("fp8")) node["kv_cache"] = "fp8";  // fp8, fp8_e4m3, fp8_e5m2
+    else if (v == "bfloat16" || v == "float16" || v == "half") node["kv_cache"] = kv;
+    else if (v != "auto")
+      return doc.ErrorAt(kv, "kv_cache_dtype: expected auto, fp8, fp8_e4m3 or fp8_e5m2, got \"" +
+                                 (kv.IsScalar() ? kv.Scalar() : std::string("a block")) + "\"");
+  }
+  if (const YAML::Node q = root["quantization"]; q.IsDefined()) {
+    const std::string v = q.IsScalar() ? Lower(q.Scalar()) : "";
+    if (v == "fp8" || v == "fbgemm_fp8") node["weights"] = "fp8";
+    else if (v == "awq" || v == "gptq" || v == "awq_marlin" || v == "gptq_marlin" || v == "marlin") node["weights"] = "int4";
+    else if (v == "bitsandbytes") node["weights"] = "nf4";
+    else if (v != "compressed-tensors" && v != "modelopt" && v != "modelopt_fp4" && v != "mxfp4")
+      return doc.ErrorAt(q, "quantization: expected fp8, awq, gptq, bitsandbytes, or the checkpoint's own "
+                            "(compressed-tensors, modelopt, mxfp4), got \"" + (q.IsScalar() ? q.Scalar() : std::string("a block")) + "\"");
+  }
+  return ReadInference(doc, node, w.inference, w.assumed);
 }
 
 }  // namespace
@@ -571,7 +626,16 @@ static const Document::Synonyms kWorkloadSynonyms = {
     {"gradient_accumulation_steps", "grad_accum"},      {"enable_activation_checkpointing", "gradient_checkpointing"},
     {"activation_checkpointing", "gradient_checkpointing"},                 {"lora_r", "lora_rank"},
     {"lora_target_modules", "lora_target"},             {"enable_liger_kernel", "use_liger_kernel"},
-    {"flash_attn", "attn_implementation"},              {"sample_packing", "packing"}};
+    {"flash_attn", "attn_implementation"},              {"sample_packing", "packing"},
+    // A serving engine's own config, as `vllm serve --config` and SGLang's server arguments
+    // take it (dashes or underscores): ReadServingConfig.
+    {"max-model-len", "max_model_len"},                 {"gpu-memory-utilization", "gpu_memory_utilization"},
+    {"max-num-seqs", "max_num_seqs"},                   {"max-num-batched-tokens", "max_num_batched_tokens"},
+    {"kv-cache-dtype", "kv_cache_dtype"},               {"mem-fraction-static", "mem_fraction_static"},
+    {"context-length", "context_length"},               {"max-running-requests", "max_running_requests"},
+    {"tensor-parallel-size", "tensor_parallel_size"},   {"tp_size", "tensor_parallel_size"},
+    {"tp-size", "tensor_parallel_size"},                {"pipeline-parallel-size", "pipeline_parallel_size"},
+    {"pp_size", "pipeline_parallel_size"},              {"pp-size", "pipeline_parallel_size"}};
 
 // Trainer arguments with no bearing on per-GPU memory or step time (learning rate and its
 // schedule, logging, saving, paths, data selection): a pasted HF TrainingArguments,
@@ -592,7 +656,14 @@ static const std::vector<std::string_view> kReadPast = {
     "overwrite_cache", "preprocessing_num_workers", "plot_loss", "train_on_inputs", "special_tokens", "wandb_project",
     "wandb_entity", "wandb_name", "wandb_watch", "wandb_log_model", "use_rslora", "lora_task_type",
     "double_quantization", "bnb_4bit_use_double_quant", "bnb_4bit_quant_type", "quantization_type", "strict",
-    "early_stopping_patience", "local_rank", "debug", "cutoff_len_warning"};
+    "early_stopping_patience", "local_rank", "debug", "cutoff_len_warning",
+    // a serving engine's config: the endpoint, logging, the chat front end
+    "model", "served_model_name", "served-model-name", "host", "port", "api_key", "api-key", "tokenizer", "revision",
+    "download_dir", "download-dir", "load_format", "load-format", "disable_log_requests", "disable-log-requests",
+    "disable_log_stats", "disable-log-stats", "uvicorn_log_level", "uvicorn-log-level", "max_log_len", "max-log-len",
+    "chat_template", "chat-template", "enable_auto_tool_choice", "enable-auto-tool-choice", "tool_call_parser",
+    "tool-call-parser", "reasoning_parser", "reasoning-parser", "trust-remote-code", "enable_prefix_caching",
+    "enable-prefix-caching", "swap_space", "swap-space", "model_path", "model-path"};
 
 StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
@@ -607,11 +678,16 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "finetuning_type", "stage", "adapter", "use_peft", "quantization_bit",
                                             "quantization_method", "load_in_4bit", "load_in_8bit", "lora_rank",
                                             "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear",
-                                            "use_liger_kernel", "attn_implementation", "packing"};
+                                            "use_liger_kernel", "attn_implementation", "packing",
+                                            // a serving engine's own config (ReadServingConfig)
+                                            "max_model_len", "gpu_memory_utilization", "max_num_seqs",
+                                            "max_num_batched_tokens", "kv_cache_dtype", "mem_fraction_static",
+                                            "context_length", "max_running_requests", "quantization",
+                                            "tensor_parallel_size", "pipeline_parallel_size"};
   // The parallel layout itself: how a trainer file names it is a path (deepspeed: ds_z3.json)
-  // or a wrapping policy, so it is given as a layout.
-  for (const char* layout_key : {"tp", "pp", "dp", "zero", "zero_stage", "deepspeed", "fsdp", "fsdp_config",
-                                 "tensor_parallel_size", "pipeline_parallel_size"})
+  // or a wrapping policy, so it is given as a layout. A config's tensor_parallel_size and
+  // pipeline_parallel_size, plain degrees, are read as its micro-batch is.
+  for (const char* layout_key : {"tp", "pp", "dp", "zero", "zero_stage", "deepspeed", "fsdp", "fsdp_config"})
     if (given[layout_key].IsDefined())
       return doc.ErrorAt(given[layout_key], std::string(layout_key) + ": a layout setting; give it in --layout (" +
                                                 LayoutKeyFor(layout_key) + "), not in the workload");
@@ -623,7 +699,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
     if (std::find(kReadPast.begin(), kReadPast.end(), it->first.Scalar()) != kReadPast.end())
       read_past += (read_past.empty() ? "" : ", ") + it->first.Scalar();
   if (!read_past.empty())
-    w.assumed.push_back("read past " + read_past + ": trainer arguments with no bearing on memory or step time");
+    w.assumed.push_back("read past " + read_past + ": arguments with no bearing on memory or step time");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   if (name) w.name = *name;
   SP_ASSIGN_OR_RETURN(std::optional<std::string> task, doc.String(root, "task"));
@@ -631,6 +707,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (task && !ParseTask(*task, &w.task)) {
     return doc.ErrorAt(root["task"], "task: expected pretrain, finetune, lora, qlora or inference, got \"" + *task + "\"");
   }
+  SP_RETURN_IF_ERROR(ReadServingConfig(doc, root, task.has_value(), w));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, ReadSeqLen(doc, root));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
   if (seq) w.seq_len = *seq;
@@ -700,6 +777,8 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.moe_routing == MoeRouting::kDealt) out += p + "fake_balanced_gate: true\n";
   if (w.moe_routing == MoeRouting::kRandom) out += p + "force_load_balancing: true\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
+  if (w.tensor_parallel > 0) out += p + "tensor_parallel_size: " + std::to_string(w.tensor_parallel) + "\n";
+  if (w.pipeline_parallel > 0) out += p + "pipeline_parallel_size: " + std::to_string(w.pipeline_parallel) + "\n";
   if (w.micro_batch > 0) out += p + "micro_batch_size: " + std::to_string(w.micro_batch) + "\n";
   if (w.grad_accum > 0) out += p + "gradient_accumulation_steps: " + std::to_string(w.grad_accum) + "\n";
   if (w.checkpointing != Setting::kAuto)

@@ -141,6 +141,13 @@ check trainer-file 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 
 json trainer-file-json 'j["workload"]["task"] == "lora" and j["workload"]["global_batch"] == 128 and j["layout"]["mbs"] == 2 and j["layout"]["grad_accum"] == 8 and j["layout"]["ac"] == "full" and any(a.startswith("read past learning_rate") for a in j["assumed"])'
 check trainer-file-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/lf.yaml" --layout dp=8,mbs=4
 expect trainer-file-clash-msg "$tmp/err" "lf.yaml: the micro-batch is 2, but --layout says mbs=4; give it once"
+# A vLLM config as the workload: its tensor_parallel_size is the layout's tp, and a --layout
+# that says otherwise is refused.
+printf 'model: meta-llama/Llama-3.1-8B-Instruct\ntensor-parallel-size: 2\nmax-model-len: 8192\nmax-num-seqs: 64\n' > "$tmp/vllm.yaml"
+check serving-config 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --gpus-per-node 2 --workload "$tmp/vllm.yaml" --json
+json serving-config-json 'j["layout"]["tp"] == 2 and j["workload"]["task"] == "inference" and j["inference"]["max_kv_tokens"] > 0'
+check serving-config-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/vllm.yaml" --layout tp=4
+expect serving-config-clash-msg "$tmp/err" "vllm.yaml: tensor_parallel_size is 2, but --layout says tp=4; give it once"
 # An AMD node: the memory answered, no step time claimed, plans ranked by their structure.
 printf 'name: mi\nnodes: 1\ngpus_per_node: 8\ngpu: MI300X\n' > "$tmp/mi300x.yaml"
 check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --layout framework=fsdp,mbs=1 --json

@@ -1214,7 +1214,7 @@ TEST(Workload, TrainerFilesAsTheyAre) {
   ASSERT_EQ(w->assumed.size(), 1u);
   EXPECT_EQ(w->assumed[0], "read past model_name_or_path, trust_remote_code, do_train, dataset, template, max_samples, "
                            "output_dir, logging_steps, learning_rate, num_train_epochs, lr_scheduler_type, warmup_ratio, "
-                           "ddp_timeout: trainer arguments with no bearing on memory or step time");
+                           "ddp_timeout: arguments with no bearing on memory or step time");
 
   // HF TrainingArguments: optim, fp16, gradient checkpointing, Liger, the attention kernel.
   w = ReadWorkload("max_length: 4096\nper_device_train_batch_size: 4\noptim: paged_adamw_8bit\nfp16: true\n"
@@ -1298,6 +1298,50 @@ TEST(Workload, ServingLimits) {
   EXPECT_NE(long_gen.find("gen_len: 4096 tokens leave no prompt within max_model_len 4096"), std::string::npos) << long_gen;
   const std::string hf = WorkloadError("task: inference\ninference: {engine: transformers, max_num_seqs: 4}\n");
   EXPECT_NE(hf.find("a serving engine's setting; transformers' generate has none"), std::string::npos) << hf;
+}
+
+// A serving engine's own config as the workload: `vllm serve --config` keys (dashes or
+// underscores) and SGLang's server arguments fill the inference block and make the task
+// inference; the endpoint's own keys are read past; a setting the engine leaves to itself
+// (auto) stays unstated.
+TEST(Workload, ServingEngineConfigAsItIs) {
+  auto w = ReadWorkload("model: meta-llama/Llama-3.1-8B-Instruct\nport: 8000\ntensor-parallel-size: 2\n"
+                        "max-model-len: 16384\ngpu-memory-utilization: 0.92\nmax-num-seqs: 128\nkv-cache-dtype: fp8_e4m3\n"
+                        "dtype: auto\nquantization: fp8\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kInference);
+  EXPECT_EQ(w->inference.engine, ServingEngine::kVllm);
+  EXPECT_EQ(w->inference.prompt_len + w->inference.gen_len, 16384);
+  EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.92);
+  EXPECT_EQ(w->inference.max_num_seqs, 128);
+  EXPECT_EQ(w->inference.kv_cache, Dtype::kFp8);
+  EXPECT_EQ(w->inference.weights, Dtype::kFp8);
+  EXPECT_EQ(w->precision, Dtype::kBf16);  // auto: the checkpoint's own
+  EXPECT_EQ(w->tensor_parallel, 2);
+  ASSERT_FALSE(w->assumed.empty());
+  EXPECT_EQ(w->assumed[0], "read past model, port: arguments with no bearing on memory or step time");
+  auto back = ReadWorkload(WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->inference, w->inference);
+  EXPECT_EQ(back->tensor_parallel, 2);
+
+  w = ReadWorkload("model-path: Qwen/Qwen3-8B\ntp-size: 4\nmem-fraction-static: 0.85\ncontext-length: 32768\n"
+                   "max-running-requests: 64\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.engine, ServingEngine::kSglang);
+  EXPECT_DOUBLE_EQ(w->inference.gpu_memory_utilization, 0.85);
+  EXPECT_EQ(w->inference.max_num_seqs, 64);
+  EXPECT_EQ(w->tensor_parallel, 4);
+
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"task: finetune\nmax_model_len: 4096\n", "w.yaml:2:16: max_model_len: a serving engine's setting, but task is finetune"},
+           {"max_model_len: 4096\ninference: {batch: 2}\n", "max_model_len: give the serving settings in inference: or at the top level"},
+           {"kv_cache_dtype: int2\n", "kv_cache_dtype: expected auto, fp8, fp8_e4m3 or fp8_e5m2, got \"int2\""},
+           {"quantization: hqq\n", "quantization: expected fp8, awq, gptq, bitsandbytes, or the checkpoint's own"},
+       }) {
+    const std::string error = WorkloadError(text);
+    EXPECT_NE(error.find(message), std::string::npos) << text << " -> " << error;
+  }
 }
 
 // What a trainer file says that shardplan cannot price, or says twice, is an error at its line.
