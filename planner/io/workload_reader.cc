@@ -497,6 +497,18 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     SP_ASSIGN_OR_RETURN(std::optional<bool> on, doc.Bool(root, "gradient_checkpointing"));
     if (on) w.checkpointing = *on ? Setting::kOn : Setting::kOff;
   }
+  // LLaMA-Factory (whose keys stage and finetuning_type are) checkpoints every layer unless
+  // told disable_gradient_checkpointing (model/model_utils/checkpointing.py).
+  SP_ASSIGN_OR_RETURN(std::optional<bool> disable, doc.Bool(root, "disable_gradient_checkpointing"));
+  if (disable && w.checkpointing != Setting::kAuto && (*disable == (w.checkpointing == Setting::kOn)))
+    return doc.ErrorAt(root["disable_gradient_checkpointing"], "disable_gradient_checkpointing: gradient_checkpointing "
+                                                               "says the opposite");
+  if (disable) w.checkpointing = *disable ? Setting::kOff : Setting::kOn;
+  if (w.checkpointing == Setting::kAuto && (stage || type)) {
+    w.checkpointing = Setting::kOn;
+    w.assumed.push_back("gradient_checkpointing: on (LLaMA-Factory, whose stage and finetuning_type these are, "
+                        "checkpoints every layer unless told disable_gradient_checkpointing: true)");
+  }
   return Status::Ok();
 }
 
@@ -679,6 +691,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "quantization_method", "load_in_4bit", "load_in_8bit", "lora_rank",
                                             "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear",
                                             "use_liger_kernel", "attn_implementation", "packing",
+                                            "disable_gradient_checkpointing",
                                             // a serving engine's own config (ReadServingConfig)
                                             "max_model_len", "gpu_memory_utilization", "max_num_seqs",
                                             "max_num_batched_tokens", "kv_cache_dtype", "mem_fraction_static",

@@ -141,6 +141,9 @@ check trainer-file 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 
 json trainer-file-json 'j["workload"]["task"] == "lora" and j["workload"]["global_batch"] == 128 and j["layout"]["mbs"] == 2 and j["layout"]["grad_accum"] == 8 and j["layout"]["ac"] == "full" and any(a.startswith("read past learning_rate") for a in j["assumed"])'
 check trainer-file-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/lf.yaml" --layout dp=8,mbs=4
 expect trainer-file-clash-msg "$tmp/err" "lf.yaml: the micro-batch is 2, but --layout says mbs=4; give it once"
+# plan with it: each layout's step is mbs x dp x grad_accum, as the trainer runs it.
+check trainer-file-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/lf.yaml" --top 2 --json
+json trainer-file-plan-json 'len(j["plans"]) == 2 and all(p["layout"]["mbs"] == 2 and p["layout"]["grad_accum"] == 8 for p in j["plans"])'
 # A vLLM config as the workload: its tensor_parallel_size is the layout's tp, and a --layout
 # that says otherwise is refused.
 printf 'model: meta-llama/Llama-3.1-8B-Instruct\ntensor-parallel-size: 2\nmax-model-len: 8192\nmax-num-seqs: 64\n' > "$tmp/vllm.yaml"

@@ -1211,10 +1211,17 @@ TEST(Workload, TrainerFilesAsTheyAre) {
   EXPECT_EQ(w->grad_accum, 8);
   EXPECT_EQ(w->precision, Dtype::kBf16);
   EXPECT_FALSE(w->global_batch_stated);
-  ASSERT_EQ(w->assumed.size(), 1u);
+  EXPECT_EQ(w->checkpointing, Setting::kOn);  // LLaMA-Factory's default, said
+  ASSERT_EQ(w->assumed.size(), 2u);
+  EXPECT_NE(w->assumed[1].find("gradient_checkpointing: on (LLaMA-Factory"), std::string::npos) << w->assumed[1];
   EXPECT_EQ(w->assumed[0], "read past model_name_or_path, trust_remote_code, do_train, dataset, template, max_samples, "
                            "output_dir, logging_steps, learning_rate, num_train_epochs, lr_scheduler_type, warmup_ratio, "
                            "ddp_timeout: arguments with no bearing on memory or step time");
+
+  w = ReadWorkload("stage: sft\nfinetuning_type: full\ndisable_gradient_checkpointing: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kFinetune);
+  EXPECT_EQ(w->checkpointing, Setting::kOff);
 
   // HF TrainingArguments: optim, fp16, gradient checkpointing, Liger, the attention kernel.
   w = ReadWorkload("max_length: 4096\nper_device_train_batch_size: 4\noptim: paged_adamw_8bit\nfp16: true\n"
