@@ -61,6 +61,9 @@ std::vector<NamedLinear> FamilyLinears(const ModelSpec& m, int64_t layer) {
     if (f > 0) v.insert(v.end(), {{"w1", h, f}, {"w3", h, f}, {"w2", f, h}});
     return v;
   }
+  if (t == "exaone")  // EXAONE 3.x: attn.attention.out_proj, a gated MLP as c_fc_0 (gate), c_fc_1 (up), c_proj
+    return mlp({{"q_proj", h, q}, {"k_proj", h, kv}, {"v_proj", h, kv}, {"out_proj", q, h}, {"c_fc_0", h, f}}, "c_fc_1",
+               "c_proj", f);
   if (t == "baichuan") {
     std::vector<NamedLinear> v = {{"W_pack", h, qkv}, {"o_proj", q, h}};
     if (f > 0) v.insert(v.end(), {{"gate_proj", h, f}, {"up_proj", h, f}, {"down_proj", f, h}});

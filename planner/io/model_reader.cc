@@ -124,6 +124,11 @@ const std::map<std::string, Defaults>& DefaultsTable() {
       {"smollm3", {128256, 2048, 11008, 36, 16, 4, 0, 32768, true, "SmolLM3DecoderLayer"}},
       {"seed_oss", {155136, 4096, 27648, 64, 80, 8, 128, 524288, false, "SeedOssDecoderLayer"}},
       {"exaone4", {102400, 4096, 16384, 32, 32, 0, 0, 2048, false, "Exaone4DecoderLayer"}},
+      // EXAONE 3.0 / 3.5 remote code (LGAI-EXAONE, configuration_exaone.py): llama's shape
+      // under GPT-2-style names (wte, h, ln_1/ln_2, attn.attention.q/k/v/out_proj, mlp.c_fc_0 /
+      // c_fc_1 / c_proj, ln_f) and the layer count as num_layers. Values here are
+      // EXAONE-3.5-7.8B's, as its published config states them.
+      {"exaone", {102400, 4096, 14336, 32, 32, 8, 128, 32768, false, "ExaoneBlock"}},
       {"olmo3", {50304, 4096, 11008, 32, 32, 0, 0, 2048, false, "Olmo3DecoderLayer"}},
       {"ernie4_5", {103424, 1024, 3072, 18, 16, 2, 128, 131072, true, "Ernie4_5DecoderLayer"}},
       {"phimoe", {32064, 4096, 6400, 32, 32, 8, 0, 131072, false, "PhimoeDecoderLayer"}},
@@ -1834,6 +1839,12 @@ StatusOr<ModelSpec> ParseModelUnguarded(const Document& doc, const YAML::Node& r
     SP_RETURN_IF_ERROR(ReadChatglm(r, d, m));
   } else if (*type == "baichuan") {
     SP_RETURN_IF_ERROR(ReadBaichuan(r, d, m));
+  } else if (*type == "exaone") {
+    SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
+    // The layer count is num_layers there (num_hidden_layers maps to it).
+    if (!r.Has("num_hidden_layers")) {
+      SP_ASSIGN_OR_RETURN(m.layers, r.Int("num_layers", d.layers, 1, kMaxLayers));
+    }
   } else {
     SP_RETURN_IF_ERROR(ReadCommon(r, d, m));
   }

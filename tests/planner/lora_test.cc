@@ -57,6 +57,18 @@ TEST(LoraTargets, Qwen1) {
             64 * ((h + 3 * h) + (h + h) + (f + h) + 2 * (h + f)));
 }
 
+// EXAONE 3.x names attention's output out_proj and its gated MLP c_fc_0 (gate), c_fc_1 (up) and
+// c_proj (down); all-linear takes all seven, llama's names stay roles.
+TEST(LoraTargets, ExaoneNames) {
+  const ModelSpec m = FromJson(R"({"model_type":"exaone","hidden_size":4096,"intermediate_size":14336,"num_layers":32,
+    "num_attention_heads":32,"num_key_value_heads":8,"head_dim":128,"vocab_size":102400})");
+  const int64_t h = 4096, kv = 1024, f = 14336;
+  EXPECT_EQ(AdapterParamsPerLayer(m, Targets({"q_proj", "out_proj", "c_fc_0", "c_fc_1", "c_proj"}, 16), 0),
+            16 * (2 * (h + h) + 3 * (h + f)));
+  EXPECT_EQ(AdapterParamsPerLayer(m, Targets({"all-linear"}, 16), 0), 16 * (2 * (h + h) + 2 * (h + kv) + 3 * (h + f)));
+  EXPECT_TRUE(CheckLoraTargets(m, Targets({"c_fc_0", "o_proj"})).ok());
+}
+
 // llama's names stand for the roles in any family, as the default targets always have; a
 // llama keeps its counts, and the time model prices the same adapters as the memory model.
 TEST(LoraTargets, LlamaNamesAreRoles) {

@@ -1719,6 +1719,32 @@ TEST(Families, FalconRemoteCodeNames) {
   ExpectReadsBack(*f40);
 }
 
+// EXAONE 3.5 (LGAI-EXAONE remote code): llama's shape with the layer count as num_layers. The
+// model cards give the parameters without embeddings: 2.14B, 6.98B and 30.95B; the 2.4B ties
+// its embeddings, the others do not.
+TEST(Families, ExaoneNumLayers) {
+  struct Case {
+    const char* dims;
+    int64_t total, without_embeddings;
+  };
+  for (const Case& k : {Case{R"("hidden_size":2560,"intermediate_size":7168,"num_attention_heads":32,"num_key_value_heads":8,
+                              "head_dim":80,"num_layers":30,"tie_word_embeddings":true)", 2'405'327'360, 2'143'180'800},
+                        Case{R"("head_dim":128,"hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,"num_key_value_heads":8,
+                              "num_layers":32,"tie_word_embeddings":false)", 7'818'448'896, 6'979'584'000},
+                        Case{R"("head_dim":128,"hidden_size":5120,"intermediate_size":27392,"num_attention_heads":40,"num_key_value_heads":8,
+                              "num_layers":64,"tie_word_embeddings":false)", 32'003'200'000, 30'954'618'880}}) {
+    auto m = FromJson(std::string(R"({"model_type":"exaone","architectures":["ExaoneForCausalLM"],"activation_function":"silu",
+      "layer_norm_epsilon":1e-05,"max_position_embeddings":32768,"rope_theta":1000000.0,
+      "torch_dtype":"bfloat16","vocab_size":102400,)") + k.dims + "}");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const ParamCounts c = CountParams(*m);
+    EXPECT_EQ(c.total, k.total) << k.dims;
+    EXPECT_EQ(c.total - c.embedding - (m->tied_embeddings ? 0 : c.head) - m->hidden, k.without_embeddings) << k.dims;
+    EXPECT_EQ(m->decoder_layer_class, "ExaoneBlock");
+    ExpectReadsBack(*m);
+  }
+}
+
 // GPT-2, OPT, BLOOM and MPT read the checkpoint's dtype like every other family: their readers
 // skipped it, so an fp32 or fp16 checkpoint read as bf16 and its plan file did not read back.
 TEST(Families, GptStyleReadTheirDtype) {
