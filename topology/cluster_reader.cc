@@ -66,7 +66,10 @@ static const Document::Synonyms kClusterSynonyms = {
     {"num_nodes", "nodes"}, {"nnodes", "nodes"},        {"num_gpus_per_node", "gpus_per_node"},
     {"nproc_per_node", "gpus_per_node"}, {"gpu_type", "gpu"}, {"gpu_name", "gpu"},
     {"num_gpus", "gpus"}, {"total_gpus", "gpus"}, {"world_size", "gpus"},
-    {"network", "inter_node"}};
+    {"network", "inter_node"},
+    // A node's host memory as specs and job descriptions name it.
+    {"cpu_memory", "host_memory"}, {"ram", "host_memory"}, {"host_ram", "host_memory"}, {"cpu_ram", "host_memory"},
+    {"system_memory", "host_memory"}, {"memory_per_node", "host_memory"}};
 
 // The per-port rate an InfiniBand generation names (NVIDIA's NDR, HDR, ... as cluster
 // descriptions write the fabric: "InfiniBand NDR", "HDR 200"), with the split-port forms
@@ -96,6 +99,17 @@ static bool NamesIntraNodeFabric(std::string_view text) {
   return false;
 }
 
+// One direction of an x16 link of the PCIe generation words name ("PCIe 4.0", "Gen5", "gen 3"):
+// 16, 32, 64 or 128 GB/s for Gen3..Gen6; 0 when they name none.
+static double PcieGenerationBandwidth(std::string_view text) {
+  const std::string t = Lower(text);
+  for (const auto& [gen, rate] : {std::pair{"3", 16e9}, std::pair{"4", 32e9}, std::pair{"5", 64e9}, std::pair{"6", 128e9}})
+    if (t.find(std::string("gen") + gen) != std::string::npos || t.find(std::string("gen ") + gen) != std::string::npos ||
+        t.find(std::string(gen) + ".0") != std::string::npos)
+      return rate;
+  return 0;
+}
+
 // An intra-node link in words: "NVLink", "NVSwitch", "PCIe", "PCIe 4.0" / "Gen5" (x16, one
 // direction: 16, 32, 64 GB/s), "xGMI", or a bare rate ("450 GB/s") on the shipped fabric.
 static Status ReadIntraNodeWords(const Document& doc, const YAML::Node& root, const char* what, const GpuSpec& gpu,
@@ -115,11 +129,8 @@ static Status ReadIntraNodeWords(const Document& doc, const YAML::Node& root, co
     return Status::Ok();
   }
   if (t.find("pci") != std::string::npos) {
-    double bw = ShippedPcieBandwidth(gpu);
-    for (const auto& [gen, rate] : {std::pair{"3", 16e9}, std::pair{"4", 32e9}, std::pair{"5", 64e9}, std::pair{"6", 128e9}})
-      if (t.find(std::string("gen") + gen) != std::string::npos || t.find(std::string("gen ") + gen) != std::string::npos ||
-          t.find(std::string(gen) + ".0") != std::string::npos)
-        bw = rate;
+    const double gen = PcieGenerationBandwidth(t);
+    const double bw = gen > 0 ? gen : ShippedPcieBandwidth(gpu);
     link = {"pcie", bw, 5e-6, 0, 0};
     assumed.push_back(std::string(what) + ": \"" + node.Scalar() + "\" read as PCIe at " + ShortestNumber(bw / 1e9) +
                       " GB/s per GPU each way (x16)");
@@ -290,7 +301,8 @@ Status ReadNetworkScalar(const Document& doc, const YAML::Node& root, const char
 
 StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& given) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpus", "gpu", "intra_node", "inter_node",
-                                           "host", "nvme", "source", "interconnect"}, kClusterSynonyms));
+                                           "host", "nvme", "source", "interconnect", "host_memory"},
+                                   kClusterSynonyms));
   SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
   // "interconnect" is the link inside a node when its words name one (NVLink, PCIe), else
   // the network between nodes.
@@ -431,15 +443,34 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   // PCIe generation the GPU attaches with, as the built-in clusters and the standard node
   // state it.
   c.pcie_bandwidth = ShippedPcieBandwidth(c.gpu);
-  if (YAML::Node host = root["host"]; host.IsDefined()) {
+  // host: {memory, pcie_bandwidth}, or its memory alone (host: 2 TiB, host_memory: 2 TiB).
+  if (YAML::Node host = root["host"]; host.IsDefined() && host.IsScalar()) {
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> mem, doc.Bytes(root, "host"));
+    if (mem) c.host_memory_bytes = *mem;
+  } else if (host.IsDefined()) {
     SP_RETURN_IF_ERROR(doc.ExpectMap(host, "host"));
     SP_RETURN_IF_ERROR(doc.CheckKeys(host, {"memory", "pcie_bandwidth"}));
     SP_ASSIGN_OR_RETURN(std::optional<int64_t> mem, doc.Bytes(host, "memory"));
-    SP_ASSIGN_OR_RETURN(std::optional<double> pcie, doc.Bandwidth(host, "pcie_bandwidth"));
+    std::optional<double> pcie;
+    if (const YAML::Node p = host["pcie_bandwidth"]; p.IsScalar() && PcieGenerationBandwidth(p.Scalar()) > 0) {
+      pcie = PcieGenerationBandwidth(p.Scalar());  // "PCIe 5.0", "Gen4": x16, one direction
+    } else {
+      SP_ASSIGN_OR_RETURN(pcie, doc.Bandwidth(host, "pcie_bandwidth"));
+    }
     if (mem) c.host_memory_bytes = *mem;
     if (pcie) c.pcie_bandwidth = *pcie;
   }
-  if (YAML::Node nvme = root["nvme"]; nvme.IsDefined()) {
+  if (root["host_memory"].IsDefined()) {
+    const YAML::Node host = root["host"];
+    if (host.IsDefined() && (host.IsScalar() || host["memory"].IsDefined()))
+      return doc.ErrorAt(root["host_memory"], "host_memory: the file gives host memory already");
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> mem, doc.Bytes(root, "host_memory"));
+    if (mem) c.host_memory_bytes = *mem;
+  }
+  if (YAML::Node nvme = root["nvme"]; nvme.IsDefined() && nvme.IsScalar()) {  // its capacity alone
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> cap, doc.Bytes(root, "nvme"));
+    if (cap) c.nvme_bytes = *cap;
+  } else if (nvme.IsDefined()) {
     SP_RETURN_IF_ERROR(doc.ExpectMap(nvme, "nvme"));
     SP_RETURN_IF_ERROR(doc.CheckKeys(nvme, {"capacity", "bandwidth"}));
     SP_ASSIGN_OR_RETURN(std::optional<int64_t> cap, doc.Bytes(nvme, "capacity"));

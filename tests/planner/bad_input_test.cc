@@ -568,6 +568,26 @@ TEST(ClusterReads, LinksAndGpusInWords) {
             std::string::npos);
 }
 
+// A node's host memory and NVMe as specs give them: host: 2 TiB, host_memory / ram / cpu_memory,
+// nvme: 4 TB (its capacity), and the host link by its PCIe generation.
+TEST(ClusterReads, HostAndNvmeInWords) {
+  auto host = ReadCluster("gpus_per_node: 8\ngpu: H100\nhost: 2 TiB\nnvme: 4 TB\n");
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  EXPECT_EQ(host->host_memory_bytes, int64_t{2} << 40);
+  EXPECT_EQ(host->nvme_bytes, 4'000'000'000'000);
+  for (const char* key : {"host_memory", "ram", "cpu_memory", "system_memory"}) {
+    auto c = ReadCluster(std::string("gpus_per_node: 8\ngpu: H100\n") + key + ": 512 GiB\n");
+    ASSERT_TRUE(c.ok()) << key << ": " << c.status().message();
+    EXPECT_EQ(c->host_memory_bytes, int64_t{512} << 30) << key;
+  }
+  auto gen4 = ReadCluster("gpus_per_node: 8\ngpu: A100\nhost: {memory: 1 TiB, pcie_bandwidth: PCIe 4.0}\n");
+  ASSERT_TRUE(gen4.ok()) << gen4.status().message();
+  EXPECT_DOUBLE_EQ(gen4->pcie_bandwidth, 32e9);
+  EXPECT_NE(ClusterError("gpus_per_node: 8\ngpu: H100\nhost: {memory: 2 TiB}\nram: 1 TiB\n").message().find(
+                "cluster.yaml:4:6: host_memory: the file gives host memory already"),
+            std::string::npos);
+}
+
 // A bare inter_node rate, as cluster descriptions give it: up to the fastest NIC that ships
 // (800 Gb/s) it is one NIC's, one per GPU; above that it can only be the node's total. Both
 // readings are said; a mapping sets rate and count.
