@@ -2,6 +2,8 @@
 
 #include "cli/command.h"
 
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 
 #include "planner/io/model_reader.h"
@@ -15,12 +17,23 @@ namespace shardplan::cli {
 
 void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
   cmd->add_option("--model,-m", f.model, kModelHelp)->capture_default_str();
-  cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name or a cluster YAML path")->capture_default_str();
+  cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name, a cluster YAML path, or GPUs in words (8xH100, 2x8xA100-80GB)")->capture_default_str();
   cmd->add_option("--nodes", f.nodes, "override the cluster's node count");
   cmd->add_option("--gpus-per-node", f.gpus_per_node, "override the cluster's GPUs per node");
   cmd->add_option("--workload,-w", f.workload, "built-in workload name or a workload YAML path (default: pretrain)");
   cmd->add_option("--task", f.task, "pretrain|finetune|lora|qlora|inference (overrides the workload)");
-  cmd->add_option("--seq-len", f.seq_len, "tokens per sequence (overrides the workload)");
+  // 4k and 128K read as 4,096 and 131,072 tokens, as the workload's seq_len does.
+  cmd->add_option("--seq-len", f.seq_len, "tokens per sequence, such as 4096 or 4k (overrides the workload)")
+      ->transform(CLI::Validator(
+          [](std::string& v) {
+            if (v.size() > 1 && (v.back() == 'k' || v.back() == 'K')) {
+              const std::string digits = v.substr(0, v.size() - 1);
+              if (digits.size() <= 5 && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+                v = std::to_string(std::stoll(digits) * 1024);
+            }
+            return std::string();
+          },
+          "", "kilo-tokens"));
   cmd->add_option("--global-batch", f.global_batch, "sequences per optimizer step (overrides the workload)");
   cmd->add_option("--precision", f.precision, "bf16|fp16|fp32|fp8|nvfp4 (overrides the workload)");
   cmd->add_option("--optimizer", f.optimizer, "adamw|adam|adamw-8bit|sgd|sgd-momentum|adafactor|lion");
@@ -100,8 +113,8 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
                             in.cluster.inter_node.fabric + "\"); set inter_node in the cluster file");
   if (!f.workload.empty()) {
     SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(f.workload));
-  } else if (!f.task.empty() && f.task != "pretrain") {
-    SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(f.task));  // the built-in of that task
+  } else if (Task t; !f.task.empty() && ParseTask(f.task, &t) && t != Task::kPretrain) {
+    SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload(std::string(TaskName(t))));  // the built-in of that task (sft: finetune)
   } else {
     SP_ASSIGN_OR_RETURN(in.workload, LoadWorkload("pretrain"));
   }

@@ -1,6 +1,7 @@
 #include "topology/cluster_reader.h"
 
 #include <cctype>
+#include <filesystem>
 #include <cstdio>
 #include <string_view>
 #include <utility>
@@ -103,10 +104,16 @@ static bool NamesIntraNodeFabric(std::string_view text) {
 // 16, 32, 64 or 128 GB/s for Gen3..Gen6; 0 when they name none.
 static double PcieGenerationBandwidth(std::string_view text) {
   const std::string t = Lower(text);
-  for (const auto& [gen, rate] : {std::pair{"3", 16e9}, std::pair{"4", 32e9}, std::pair{"5", 64e9}, std::pair{"6", 128e9}})
-    if (t.find(std::string("gen") + gen) != std::string::npos || t.find(std::string("gen ") + gen) != std::string::npos ||
-        t.find(std::string(gen) + ".0") != std::string::npos)
-      return rate;
+  if (t.find("pci") == std::string::npos && t.find("gen") == std::string::npos) return 0;  // a rate, not a generation
+  auto digit = [&](size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
+  for (const auto& [gen, rate] : {std::pair{'3', 16e9}, std::pair{'4', 32e9}, std::pair{'5', 64e9}, std::pair{'6', 128e9}}) {
+    for (const std::string lead : {"gen", "gen ", "pcie", "pcie ", "pcie-", "pci-e "}) {
+      const std::string w = lead + gen;
+      for (size_t i = t.find(w); i != std::string::npos; i = t.find(w, i + 1))
+        if (!digit(i + w.size()) && !(t.size() > i + w.size() + 1 && t[i + w.size()] == '.' && t[i + w.size() + 1] != '0'))
+          return rate;  // "gen5", "PCIe 4.0", not "gen53" or "pcie 4.5"
+    }
+  }
   return 0;
 }
 
@@ -482,8 +489,41 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
 }
 
 StatusOr<ClusterSpec> LoadCluster(const std::string& ref) {
-  SP_ASSIGN_OR_RETURN(Document doc, LoadBuiltinOrFile("clusters", ref));
-  return ParseCluster(doc);
+  auto doc = LoadBuiltinOrFile("clusters", ref);
+  if (!doc.ok() && !std::filesystem::exists(ref)) {
+    // No built-in and no file: a cluster in words, "H100", "8xH100", "2x8xH100" or "4 x 8 x A100
+    // 80GB" (nodes x GPUs per node x GPU), read as a cluster file stating them would be.
+    std::string rest = Trim(ref);
+    std::vector<int64_t> counts;
+    while (counts.size() < 2) {
+      size_t j = 0;
+      while (j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j]))) ++j;
+      size_t k = j;
+      while (k < rest.size() && rest[k] == ' ') ++k;
+      if (j == 0 || j > 6 || k >= rest.size() || (rest[k] != 'x' && rest[k] != 'X')) break;
+      counts.push_back(std::stoll(rest.substr(0, j)));
+      rest = Trim(rest.substr(k + 1));
+    }
+    const int64_t nodes = counts.size() == 2 ? counts[0] : 1;
+    const int64_t per_node = counts.empty() ? 1 : counts.back();
+    std::string note;
+    int64_t ignored = 0;
+    if (!rest.empty() && ResolveGpuName(rest, &note, &ignored).ok()) {
+      const std::string text = "name: \"" + ref + "\"\nnodes: " + std::to_string(nodes) + "\ngpus_per_node: " +
+                               std::to_string(per_node) + "\ngpu: \"" + rest + "\"\n";
+      SP_ASSIGN_OR_RETURN(Document words, Document::Parse("--cluster", text));
+      SP_ASSIGN_OR_RETURN(ClusterSpec c, ParseCluster(words));
+      const std::string shape = counts.empty() ? c.gpu.name + " nodes (one GPU each unless --gpus-per-node says)"
+                                               : std::to_string(nodes) + " node(s) of " + std::to_string(per_node) +
+                                                     " x " + c.gpu.name;
+      c.assumed.push_back("cluster: '" + ref + "' read as " + shape + ", linked as they ship (NVLink where the part has "
+                          "it, one NIC per GPU); a cluster YAML says otherwise");
+      return c;
+    }
+    return Status::BadInput(doc.status().message() + ", or a GPU with counts such as 8xH100 or 2x8xA100-80GB");
+  }
+  if (!doc.ok()) return doc.status();
+  return ParseCluster(*doc);
 }
 
 std::string DescribeCluster(const ClusterSpec& c) {

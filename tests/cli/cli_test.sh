@@ -151,6 +151,11 @@ check serving-config 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h10
 json serving-config-json 'j["layout"]["tp"] == 2 and j["workload"]["task"] == "inference" and j["inference"]["max_kv_tokens"] > 0'
 check serving-config-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/vllm.yaml" --layout tp=4
 expect serving-config-clash-msg "$tmp/err" "vllm.yaml: tensor_parallel_size is 2, but --layout says tp=4; give it once"
+# A cluster and a task in words on the command line: GPUs with their counts, sft, 4k tokens.
+check cluster-words 0 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100 --task sft --seq-len 4k --layout dp=16 --json
+json cluster-words-json 'j["cluster"]["nodes"] == 2 and j["cluster"]["gpus_per_node"] == 8 and j["cluster"]["gpu"] == "h100-sxm-80gb" and j["workload"]["task"] == "finetune" and j["workload"]["seq_len"] == 4096'
+check cluster-words-unknown 2 -- "$bin" estimate --model llama-3.1-8b --cluster 8xFoo
+expect cluster-words-unknown-msg "$tmp/err" "or a GPU with counts such as 8xH100"
 # An AMD node: the memory answered, no step time claimed, plans ranked by their structure.
 printf 'name: mi\nnodes: 1\ngpus_per_node: 8\ngpu: MI300X\n' > "$tmp/mi300x.yaml"
 check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --layout framework=fsdp,mbs=1 --json
