@@ -17,7 +17,9 @@ namespace shardplan::cli {
 
 void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
   cmd->add_option("--model,-m", f.model, kModelHelp)->capture_default_str();
-  cmd->add_option("--cluster,-c", f.cluster, "built-in cluster name, a cluster YAML path, or GPUs in words (8xH100, 2x8xA100-80GB)")->capture_default_str();
+  cmd->add_option("--cluster,-c", f.cluster,
+                  "built-in cluster name, a cluster YAML path, or GPUs in words (8xH100, 2x8xA100-80GB)")
+      ->capture_default_str();
   cmd->add_option("--nodes", f.nodes, "override the cluster's node count");
   cmd->add_option("--gpus-per-node", f.gpus_per_node, "override the cluster's GPUs per node");
   cmd->add_option("--workload,-w", f.workload, "built-in workload name or a workload YAML path (default: pretrain)");
@@ -59,19 +61,19 @@ nlohmann::json InputsJson(const InputFlags& f) {
   return j;
 }
 
-// The micro-batch, accumulation and checkpointing a pasted trainer file states
-// (Workload::micro_batch, ...), where --layout leaves them; one that --layout states otherwise
-// is an error naming both.
+// The degrees, micro-batch, accumulation and checkpointing a pasted trainer or serving config
+// states (Workload::tensor_parallel, micro_batch, ...), where --layout leaves them; one that
+// --layout states otherwise is an error naming both.
 static Status ApplyTrainerBatch(const Workload& w, const std::string& file, Layout& l) {
   const auto clash = [&](const char* key, const std::string& ours, const std::string& theirs) {
     return Status::BadInput(file + ": " + key + " " + theirs + ", but --layout says " + ours + "; give it once");
   };
-  for (const auto& [stated, degree, bit, name] :
-       {std::tuple{w.tensor_parallel, &l.tp, kKeyTp, "tp"}, std::tuple{w.pipeline_parallel, &l.pp, kKeyPp, "pp"}}) {
+  for (const auto& [stated, degree, bit, key, theirs] :
+       {std::tuple{w.tensor_parallel, &l.tp, kKeyTp, "tp", "tensor_parallel_size is"},
+        std::tuple{w.pipeline_parallel, &l.pp, kKeyPp, "pp", "pipeline_parallel_size is"}}) {
     if (stated <= 0) continue;
     if ((l.fixed & bit) && *degree != stated)
-      return clash(name == std::string("tp") ? "tensor_parallel_size is" : "pipeline_parallel_size is",
-                   std::string(name) + "=" + std::to_string(*degree), std::to_string(stated));
+      return clash(theirs, std::string(key) + "=" + std::to_string(*degree), std::to_string(stated));
     *degree = static_cast<int>(stated);
     l.fixed |= bit;
   }

@@ -492,16 +492,12 @@ bool ParseShardingStrategy(std::string value, int* zero, bool* hybrid) {
   return false;
 }
 
-}  // namespace
-
-namespace {
-
 // Layout words as tables and write-ups give them, with no '=': a framework's name
-// ("deepspeed", "FSDP2", "torchtitan"), a ZeRO stage ("ZeRO-3", "zero2": DeepSpeed's words,
-// so DeepSpeed unless a framework is named), DDP (no sharding),
-// HSDP, a degree run into its key ("TP8", "pp4", "VPP2") or beside it ("TP 8"), several joined
-// by '/' or '+' ("TP8/PP4", "FSDP2 + TP8"). Each becomes the key=value it means; a word that
-// means none stays as written, for the error.
+// ("deepspeed", "FSDP2", "torchtitan"), a ZeRO stage ("ZeRO-3", "zero2": DeepSpeed's words, so
+// DeepSpeed unless a framework is named), DDP (no sharding), HSDP, a degree run into its key
+// ("TP8", "pp4", "VPP2") or beside it ("TP 8"), several joined by '/' or '+' ("TP8/PP4",
+// "FSDP2 + TP8"). Each becomes the key=value it means; a word that means none stays as
+// written, for the error.
 std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
   static const char* const kDegrees[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "vp", "mbs", "fsdp"};
   auto degree_key = [](const std::string& w) -> std::string {

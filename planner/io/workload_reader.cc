@@ -422,8 +422,7 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
   const char* said_by = type ? "finetuning_type" : adapter ? "adapter" : use_peft ? "use_peft"
                         : bits ? "quantization_bit" : in4 ? "load_in_4bit" : flat_key;
   if (full && four_bit)
-    return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; "
-                                                                          "expected finetuning_type: lora");
+    return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; expected finetuning_type: lora");
   if (task_given && said_by) {
     if (four_bit && w.task == Task::kLora) w.task = Task::kQlora;  // LoRA on a 4-bit base is QLoRA
     const bool agrees = four_bit   ? w.task == Task::kQlora
@@ -436,8 +435,8 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
                                             ", but task is " + std::string(TaskName(w.task)));
   } else if (!task_given) {
     if (four_bit && !adapters && !full)
-      return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; say "
-                                                                           "finetuning_type: lora or task: qlora");
+      return doc.ErrorAt(root[four_bit_key],
+                         "a 4-bit base trains adapters only; say finetuning_type: lora or task: qlora");
     if (adapters || four_bit) w.task = four_bit ? Task::kQlora : Task::kLora;
     else if (full || stage) w.task = stage && Lower(*stage) == "pt" ? Task::kPretrain : Task::kFinetune;
   }
@@ -668,7 +667,7 @@ static const std::vector<std::string_view> kReadPast = {
     "overwrite_cache", "preprocessing_num_workers", "plot_loss", "train_on_inputs", "special_tokens", "wandb_project",
     "wandb_entity", "wandb_name", "wandb_watch", "wandb_log_model", "use_rslora", "lora_task_type",
     "double_quantization", "bnb_4bit_use_double_quant", "bnb_4bit_quant_type", "quantization_type", "strict",
-    "early_stopping_patience", "local_rank", "debug", "cutoff_len_warning",
+    "early_stopping_patience", "local_rank", "debug",
     // a serving engine's config: the endpoint, logging, the chat front end
     "model", "served_model_name", "served-model-name", "host", "port", "api_key", "api-key", "tokenizer", "revision",
     "download_dir", "download-dir", "load_format", "load-format", "disable_log_requests", "disable-log-requests",
