@@ -90,6 +90,11 @@ int Run(const EstimateFlags& f) {
     if (to_nvme && p.cluster.nvme_bytes <= 0)
       p.assumed.push_back("NVMe not stated in the cluster: the " + FormatBytes(p.memory.per_node_nvme_bytes) +
                           " per node that NVMe offload needs is not checked (give nvme: {capacity: ...})");
+    // The time model prices NVMe traffic at the stated bandwidth (planner/time_model.cc); with
+    // none stated it prices none, so the step time is a floor.
+    if (to_nvme && p.cluster.nvme_bandwidth <= 0 && StepTimeKnown(p.cluster.gpu))
+      p.assumed.push_back("NVMe bandwidth not stated in the cluster: the step time leaves out the NVMe offload's "
+                          "transfers, so it is a floor (give nvme: {bandwidth: ...})");
   }
   const nlohmann::json j = PlanJson(p);
   if (!f.in.html.empty()) {

@@ -156,6 +156,11 @@ check cluster-words 0 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100
 json cluster-words-json 'j["cluster"]["nodes"] == 2 and j["cluster"]["gpus_per_node"] == 8 and j["cluster"]["gpu"] == "h100-sxm-80gb" and j["workload"]["task"] == "finetune" and j["workload"]["seq_len"] == 4096'
 check cluster-words-unknown 2 -- "$bin" estimate --model llama-3.1-8b --cluster 8xFoo
 expect cluster-words-unknown-msg "$tmp/err" "or a GPU with counts such as 8xH100"
+# NVMe offload on a cluster that states no NVMe bandwidth: its transfers are not priced, and
+# the answer says the step time is a floor.
+printf 'nodes: 1\ngpus_per_node: 8\ngpu: H100\nnvme: 4 TB\n' > "$tmp/nvme.yaml"
+check nvme-unpriced 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/nvme.yaml" --layout framework=deepspeed,zero=3,offload_optimizer=nvme
+expect nvme-unpriced-msg "$tmp/out" "assumed: NVMe bandwidth not stated in the cluster: the step time leaves out"
 # An AMD node: the memory answered, no step time claimed, plans ranked by their structure.
 printf 'name: mi\nnodes: 1\ngpus_per_node: 8\ngpu: MI300X\n' > "$tmp/mi300x.yaml"
 check amd-estimate 0 -- "$bin" estimate --model llama-3.1-8b --cluster "$tmp/mi300x.yaml" --layout framework=fsdp,mbs=1 --json
