@@ -2,8 +2,6 @@
 
 #include "cli/command.h"
 
-#include <algorithm>
-#include <cctype>
 #include <iostream>
 
 #include "planner/io/model_reader.h"
@@ -28,11 +26,7 @@ void AddInputFlags(CLI::App* cmd, InputFlags& f, bool with_layout) {
   cmd->add_option("--seq-len", f.seq_len, "tokens per sequence, such as 4096 or 4k (overrides the workload)")
       ->transform(CLI::Validator(
           [](std::string& v) {
-            if (v.size() > 1 && (v.back() == 'k' || v.back() == 'K')) {
-              const std::string digits = v.substr(0, v.size() - 1);
-              if (digits.size() <= 5 && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-                v = std::to_string(std::stoll(digits) * 1024);
-            }
+            if (const std::optional<int64_t> kilo = ParseKiloTokens(v)) v = std::to_string(*kilo);
             return std::string();
           },
           "", "kilo-tokens"));

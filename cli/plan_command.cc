@@ -129,11 +129,10 @@ int Run(const PlanFlags& f) {
     const bool inference = !in->workload.training();
     std::cout << in->model.name << " (" << Thousands(CountParams(in->model).total) << " params) on "
               << in->cluster.world_size() << " x " << in->cluster.gpu.name << ", " << TaskName(in->workload.task);
-    const bool per_layout_step = !in->workload.global_batch_stated && (opt.fixed.fixed & kKeyMbs) &&
-                                 (opt.fixed.fixed & kKeyGradAccum);
     if (in->workload.training())
       std::cout << ", seq " << in->workload.seq_len << ", global batch "
-                << (per_layout_step ? std::string("mbs x dp x grad_accum") : std::to_string(in->workload.global_batch));
+                << (StepFollowsLayout(in->workload, opt.fixed) ? std::string("mbs x dp x grad_accum")
+                                                               : std::to_string(in->workload.global_batch));
     std::cout << "\n";
     std::printf("searched %s layouts (%s priced, %s fit) in %.3f s, %s layouts/s\n\n", Thousands(r.considered).c_str(),
                 Thousands(r.estimated).c_str(), Thousands(r.feasible).c_str(), seconds,

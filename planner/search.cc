@@ -229,16 +229,16 @@ struct Worker {
 
 }  // namespace
 
+bool StepFollowsLayout(const Workload& w, const Layout& fixed) {
+  return w.training() && !w.global_batch_stated && (fixed.fixed & kKeyMbs) && (fixed.fixed & kKeyGradAccum);
+}
+
 SearchResult Search(const ModelSpec& m, const Workload& stated, const ClusterSpec& c, const SearchOptions& opt,
                     const CostModels& models) {
-  // The search needs a step size to split into micro-batches: an unstated global batch keeps
-  // the workload's default (256 sequences) rather than following each layout, unless the
-  // micro-batch and the accumulation are both fixed (a trainer's per-device batch and
-  // gradient_accumulation_steps): then each layout's step is mbs x grad_accum x dp, as the
-  // trainer runs it, and every dp the cluster allows has a sequence per replica.
+  // The search needs a step size to split into micro-batches (StepFollowsLayout): where each
+  // layout takes its own, every dp the cluster allows has a sequence per replica.
   Workload w = stated;
-  const bool per_layout_step =
-      !stated.global_batch_stated && (opt.fixed.fixed & kKeyMbs) && (opt.fixed.fixed & kKeyGradAccum);
+  const bool per_layout_step = StepFollowsLayout(stated, opt.fixed);
   w.global_batch_stated = !per_layout_step;
   if (per_layout_step) w.global_batch = std::max<int64_t>(w.global_batch, c.world_size());
   const SearchSpace space(m, w, c, opt);

@@ -89,6 +89,12 @@ struct SearchResult {
   std::vector<SeenLayout> seen;      // with SearchOptions::sample; fits by step time, then misses
 };
 
+// Whether the search lets each layout's step be mbs x grad_accum x dp: the workload states no
+// global batch and `fixed` fixes both the micro-batch and the accumulation (a trainer's
+// per-device batch and gradient_accumulation_steps). Otherwise an unstated global batch keeps
+// the workload's default (256 sequences).
+bool StepFollowsLayout(const Workload& w, const Layout& fixed);
+
 SearchResult Search(const ModelSpec& m, const Workload& w, const ClusterSpec& c, const SearchOptions& opt,
                     const CostModels& models = CostModels());
 

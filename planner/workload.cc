@@ -2,7 +2,9 @@
 
 #include "planner/strings.h"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <utility>
 
@@ -144,6 +146,14 @@ bool QuantizedStates(Optimizer o) {
 bool OptimizerStepsInBackward(std::string_view s) {
   const std::string n = Spelling(s);
   return n == "lomo" || n == "adalomo" || (GaloreOptimizer(s) && n.ends_with("-layerwise"));
+}
+
+std::optional<int64_t> ParseKiloTokens(std::string_view s) {
+  if (s.size() < 2 || (s.back() != 'k' && s.back() != 'K')) return std::nullopt;
+  const std::string_view digits = s.substr(0, s.size() - 1);
+  if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return std::nullopt;
+  return std::stoll(std::string(digits)) * 1024;
 }
 
 bool GaloreOptimizer(std::string_view s) { return Spelling(s).rfind("galore-", 0) == 0; }

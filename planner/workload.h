@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -209,6 +210,9 @@ bool ParseFp8Recipe(std::string_view s, Fp8Recipe* out);
 // when none does.
 Fp8Recipe Fp8RecipeInPrecision(std::string_view precision);
 std::string_view SettingName(Setting s);
+// Tokens as sources write a sequence length in thousands: "4k" / "128K" (x 1024), up to five
+// digits; nullopt for anything else (plain numbers included).
+std::optional<int64_t> ParseKiloTokens(std::string_view s);
 // "2025-06" or "2025-06-13" as Workload::release (0 when malformed); ReleaseName inverts it.
 int32_t ParseRelease(std::string_view s);
 std::string ReleaseName(int32_t release);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <optional>
 #include <cstdio>
 #include <string_view>
 #include <utility>
@@ -95,7 +96,7 @@ static double InfinibandGenerationBandwidth(std::string_view text) {
 // Fabric), as "interconnect: NVLink" means, rather than the network between nodes.
 static bool NamesIntraNodeFabric(std::string_view text) {
   const std::string t = Lower(text);
-  for (const char* w : {"nvlink", "nvswitch", "nvl", "pcie", "pci-e", "xgmi", "infinity fabric"})
+  for (const char* w : {"nvl", "nvswitch", "pcie", "pci-e", "xgmi", "infinity fabric"})  // nvl: NVLink too
     if (t.find(w) != std::string::npos) return true;
   return false;
 }
@@ -106,12 +107,12 @@ static double PcieGenerationBandwidth(std::string_view text) {
   const std::string t = Lower(text);
   if (t.find("pci") == std::string::npos && t.find("gen") == std::string::npos) return 0;  // a rate, not a generation
   auto digit = [&](size_t i) { return i < t.size() && std::isdigit(static_cast<unsigned char>(t[i])); };
-  for (const auto& [gen, rate] : {std::pair{'3', 16e9}, std::pair{'4', 32e9}, std::pair{'5', 64e9}, std::pair{'6', 128e9}}) {
+  for (const char gen : {'3', '4', '5', '6'}) {
     for (const std::string lead : {"gen", "gen ", "pcie", "pcie ", "pcie-", "pci-e "}) {
       const std::string w = lead + gen;
       for (size_t i = t.find(w); i != std::string::npos; i = t.find(w, i + 1))
         if (!digit(i + w.size()) && !(t.size() > i + w.size() + 1 && t[i + w.size()] == '.' && t[i + w.size() + 1] != '0'))
-          return rate;  // "gen5", "PCIe 4.0", not "gen53" or "pcie 4.5"
+          return PcieX16Bandwidth(gen - '0');  // "gen5", "PCIe 4.0", not "gen53" or "pcie 4.5"
     }
   }
   return 0;
@@ -123,7 +124,7 @@ static Status ReadIntraNodeWords(const Document& doc, const YAML::Node& root, co
                                  LinkSpec& link, std::vector<std::string>& assumed) {
   const YAML::Node node = root[what];
   const std::string t = Lower(node.Scalar());
-  if (t.find("nvlink") != std::string::npos || t.find("nvswitch") != std::string::npos || t.find("nvl") != std::string::npos) {
+  if (t.find("nvl") != std::string::npos || t.find("nvswitch") != std::string::npos) {  // NVLink, NVL72, NVSwitch
     if (gpu.nvlink_bandwidth <= 0)
       return doc.ErrorAt(node, std::string(what) + ": " + gpu.name + " has no NVLink; expected PCIe, or a mapping with "
                                                    "the link's bandwidth");
@@ -153,6 +154,24 @@ static Status ReadIntraNodeWords(const Document& doc, const YAML::Node& root, co
                                                "rate, or a mapping {fabric: ..., bandwidth: ...}, got \"" + node.Scalar() + "\"");
 }
 
+// A count written before what it counts, as specs write "8x H100", "8 x 400G" or "8×NDR" (up to
+// `max_digits` digits): the count, with `text` moved past it; nullopt, `text` untouched, when
+// there is none.
+static std::optional<int64_t> TakeCount(std::string_view& text, size_t max_digits) {
+  size_t i = 0;
+  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  size_t j = i;
+  while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+  size_t k = j;
+  while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
+  if (j == i || j - i > max_digits || k >= text.size()) return std::nullopt;
+  const size_t sign = text[k] == 'x' || text[k] == 'X' ? 1 : text.substr(k, 2) == "\xc3\x97" ? 2 : 0;
+  if (sign == 0) return std::nullopt;
+  const int64_t count = std::stoll(std::string(text.substr(i, j - i)));
+  text.remove_prefix(k + sign);
+  return count;
+}
+
 // A network in the words cluster descriptions use: "8x400G IB", "4 x NDR", "RoCE 200G",
 // "3.2 Tbps", "100GbE", "EFA". Sets the fabric, the NICs (a count before the rate) and the
 // per-NIC rate; `total` is set when the rate can only be the node's (no NIC count given and
@@ -180,29 +199,19 @@ static bool ParseNetworkWords(std::string_view text, NetworkWords& out) {
   else if (has_word("efa")) out.fabric = "efa";
   else if (has_word("slingshot")) out.fabric = "slingshot";
   // A count: "8x", "8 x", "8×" before the rate.
-  size_t i = 0;
-  while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  size_t j = i;
-  while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-  size_t k = j;
-  while (k < text.size() && std::isspace(static_cast<unsigned char>(text[k]))) ++k;
-  const bool times = k < text.size() && (text[k] == 'x' || text[k] == 'X' || text.substr(k, 2) == "\xc3\x97");
-  size_t rest = 0;
-  if (j > i && times && j - i <= 4) {
-    out.nics = std::stoi(std::string(text.substr(i, j - i)));
-    rest = k + (text[k] == 'x' || text[k] == 'X' ? 1 : 2);
-  }
+  std::string_view tail = text;
+  if (const std::optional<int64_t> n = TakeCount(tail, 4)) out.nics = static_cast<int>(*n);
   // The first number after that, and its unit.
-  size_t a = rest;
-  while (a < text.size() && !std::isdigit(static_cast<unsigned char>(text[a]))) ++a;
-  if (a < text.size()) {
+  size_t a = 0;
+  while (a < tail.size() && !std::isdigit(static_cast<unsigned char>(tail[a]))) ++a;
+  if (a < tail.size()) {
     size_t b = a;
-    while (b < text.size() && (std::isdigit(static_cast<unsigned char>(text[b])) || text[b] == '.')) ++b;
+    while (b < tail.size() && (std::isdigit(static_cast<unsigned char>(tail[b])) || tail[b] == '.')) ++b;
     size_t u = b;
-    while (u < text.size() && text[u] == ' ') ++u;
+    while (u < tail.size() && tail[u] == ' ') ++u;
     size_t e = u;
-    while (e < text.size() && (std::isalpha(static_cast<unsigned char>(text[e])) || text[e] == '/')) ++e;
-    const std::string number(text.substr(a, b - a)), unit(text.substr(u, e - u));
+    while (e < tail.size() && (std::isalpha(static_cast<unsigned char>(tail[e])) || tail[e] == '/')) ++e;
+    const std::string number(tail.substr(a, b - a)), unit(tail.substr(u, e - u));
     const std::string lu = Lower(unit);
     double scale = 0;
     const bool bytes = unit.size() >= 2 && unit[1] == 'B';  // GB/s, TB/s
@@ -213,7 +222,7 @@ static bool ParseNetworkWords(std::string_view text, NetworkWords& out) {
     const double v = std::strtod(number.c_str(), &end);
     if (scale > 0 && end && *end == '\0' && v > 0) out.rate = bytes ? v * scale : v * scale / 8;
   }
-  const double generation = InfinibandGenerationBandwidth(text.substr(rest));  // "4xNDR": after the count
+  const double generation = InfinibandGenerationBandwidth(tail);  // "4xNDR": after the count
   if (generation > 0) out.fabric = "infiniband";
   if (out.rate <= 0) out.rate = generation;
   return out.rate > 0 || out.fabric == "efa";
@@ -332,18 +341,14 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
   if (gpu.IsScalar()) {
     // "8x H100", "8 x A100 80GB": the node's GPUs and their kind, as specs write them.
     const std::string& v = gpu.Scalar();
-    size_t j = 0;
-    while (j < v.size() && std::isdigit(static_cast<unsigned char>(v[j]))) ++j;
-    size_t k = j;
-    while (k < v.size() && v[k] == ' ') ++k;
-    if (j > 0 && j <= 4 && k + 1 < v.size() && (v[k] == 'x' || v[k] == 'X') && !std::isalnum(static_cast<unsigned char>(v[k + 1]))) {
-      const int count = std::stoi(v.substr(0, j));
-      if (count < 1 || count > 1024) return doc.ErrorAt(gpu, "gpu: " + std::to_string(count) + " GPUs to a node is out of range");
-      if (gpn && *gpn != count)
-        return doc.ErrorAt(gpu, "gpu: \"" + v + "\" says " + std::to_string(count) + " to a node, but gpus_per_node is " +
+    std::string_view rest = v;
+    if (const std::optional<int64_t> count = TakeCount(rest, 4); count && !Trim(rest).empty()) {
+      if (*count < 1 || *count > 1024) return doc.ErrorAt(gpu, "gpu: " + std::to_string(*count) + " GPUs to a node is out of range");
+      if (gpn && *gpn != *count)
+        return doc.ErrorAt(gpu, "gpu: \"" + v + "\" says " + std::to_string(*count) + " to a node, but gpus_per_node is " +
                                     std::to_string(*gpn));
-      gpn = count;
-      gpu_name = Trim(v.substr(k + 1));
+      gpn = *count;
+      gpu_name = Trim(rest);
     }
   }
   SP_RETURN_IF_ERROR(ResolveGpuCount(doc, root, nodes, gpn, c.assumed));
@@ -493,17 +498,12 @@ StatusOr<ClusterSpec> LoadCluster(const std::string& ref) {
   if (!doc.ok() && !std::filesystem::exists(ref)) {
     // No built-in and no file: a cluster in words, "H100", "8xH100", "2x8xH100" or "4 x 8 x A100
     // 80GB" (nodes x GPUs per node x GPU), read as a cluster file stating them would be.
-    std::string rest = Trim(ref);
+    std::string_view words = ref;
     std::vector<int64_t> counts;
-    while (counts.size() < 2) {
-      size_t j = 0;
-      while (j < rest.size() && std::isdigit(static_cast<unsigned char>(rest[j]))) ++j;
-      size_t k = j;
-      while (k < rest.size() && rest[k] == ' ') ++k;
-      if (j == 0 || j > 6 || k >= rest.size() || (rest[k] != 'x' && rest[k] != 'X')) break;
-      counts.push_back(std::stoll(rest.substr(0, j)));
-      rest = Trim(rest.substr(k + 1));
-    }
+    while (counts.size() < 2)
+      if (const std::optional<int64_t> n = TakeCount(words, 6)) counts.push_back(*n);
+      else break;
+    const std::string rest = Trim(words);
     const int64_t nodes = counts.size() == 2 ? counts[0] : 1;
     const int64_t per_node = counts.empty() ? 1 : counts.back();
     std::string note;

@@ -75,9 +75,12 @@ inline double ShippedNicBandwidth(const GpuSpec& gpu) { return gpu.nic_bandwidth
 // ways), Gen4 before (A100's "PCIe Gen4: 64 GB/s"). A link rate, as host.pcie_bandwidth
 // states it and `topology discover` reads it (63.02 GB/s for Gen5 x16); HostLinkBandwidth
 // takes the protocol's share off it.
+// One direction of an x16 link of PCIe generation `gen` (3 to 6): 16, 32, 64 or 128 GB/s,
+// doubling each generation; 0 for another number.
+inline double PcieX16Bandwidth(int gen) { return gen >= 3 && gen <= 6 ? 16e9 * static_cast<double>(1 << (gen - 3)) : 0; }
 inline double ShippedPcieBandwidth(const GpuSpec& gpu) {
   if (gpu.host_link_bandwidth > 0) return gpu.host_link_bandwidth;
-  return gpu.compute_capability >= 90 ? 64e9 : 32e9;
+  return PcieX16Bandwidth(gpu.compute_capability >= 90 ? 5 : 4);
 }
 
 // How the GPUs of one node talk as the part ships: its NVLink at the full per-direction rate

@@ -292,10 +292,9 @@ StatusOr<std::optional<int64_t>> ReadSeqLen(const Document& doc, const YAML::Nod
   const YAML::Node s = root["seq_len"];
   const bool k = s.IsDefined() && s.IsScalar() && s.Scalar().size() > 1 && (s.Scalar().back() == 'k' || s.Scalar().back() == 'K');
   if (!k) return doc.Int(root, "seq_len", 1, kMaxSeq);
-  const std::string digits = s.Scalar().substr(0, s.Scalar().size() - 1);
-  if (digits.size() > 5 || !std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); }))
-    return doc.ErrorAt(s, "seq_len: expected tokens such as 4096 or 4k, got \"" + s.Scalar() + "\"");
-  const int64_t seq = std::stoll(digits) * 1024;
+  const std::optional<int64_t> kilo = ParseKiloTokens(s.Scalar());
+  if (!kilo) return doc.ErrorAt(s, "seq_len: expected tokens such as 4096 or 4k, got \"" + s.Scalar() + "\"");
+  const int64_t seq = *kilo;
   if (seq < 1 || seq > kMaxSeq) return doc.ErrorAt(s, "seq_len: expected tokens from 1 to 64M, got \"" + s.Scalar() + "\"");
   return std::optional<int64_t>(seq);
 }
@@ -331,15 +330,17 @@ Status RefuseRlTask(const Document& doc, const YAML::Node& root, const char* key
 StatusOr<std::optional<bool>> ReadSwitch(const Document& doc, const YAML::Node& root, const char* key) {
   const YAML::Node node = root[key];
   if (!node.IsDefined()) return std::optional<bool>();
-  const YAML::Node value = node.IsMap() ? node["enabled"] : node;
-  if (node.IsMap()) SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(node, {"enabled", "auto_cast", "loss_scale",
-                                                                      "initial_scale_power", "loss_scale_window",
-                                                                      "hysteresis", "min_loss_scale", "immediate_grad_sync"}));
-  if (!value.IsDefined() || (value.IsScalar() && Lower(value.Scalar()) == "auto")) return std::optional<bool>();
-  const std::string v = value.IsScalar() ? Lower(value.Scalar()) : "";
-  if (v == "true" || v == "yes" || v == "on") return std::optional<bool>(true);
-  if (v == "false" || v == "no" || v == "off") return std::optional<bool>(false);
-  return doc.ErrorAt(value, std::string(key) + ": expected true, false or auto, got \"" + (value.IsScalar() ? value.Scalar() : "a block") + "\"");
+  Setting s = Setting::kAuto;
+  if (node.IsMap()) {
+    SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(node, {"enabled", "auto_cast", "loss_scale", "initial_scale_power",
+                                                      "loss_scale_window", "hysteresis", "min_loss_scale",
+                                                      "immediate_grad_sync"}));
+    SP_RETURN_IF_ERROR(ReadSetting(doc, node, "enabled", &s));
+  } else {
+    SP_RETURN_IF_ERROR(ReadSetting(doc, root, key, &s));
+  }
+  if (s == Setting::kAuto) return std::optional<bool>();
+  return std::optional<bool>(s == Setting::kOn);
 }
 
 // LLaMA-Factory's lora_target ("all", or "q_proj,v_proj"), axolotl's and peft scripts'
