@@ -28,7 +28,9 @@ int Run(const EstimateFlags& f) {
     if (!loaded.ok()) return Fail(loaded.status());
     p = std::move(*loaded);
   } else {
-    auto in = LoadInputs(f.in);
+    InputFlags flags = f.in;
+    flags.part_of_cluster = true;
+    auto in = LoadInputs(flags);
     if (!in.ok()) return Fail(in.status());
     auto layout = ResolveLayout(in->model, in->workload, in->cluster, in->layout);
     if (!layout.ok()) return Fail(layout.status());

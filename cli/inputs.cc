@@ -71,6 +71,13 @@ static Status ApplyTrainerBatch(const Workload& w, const std::string& file, Layo
     *degree = static_cast<int>(stated);
     l.fixed |= bit;
   }
+  // LitGPT's devices: its data parallelism alone (tensor and pipeline parallelism it has not).
+  if (w.devices > 0) {
+    if ((l.fixed & kKeyDp) && l.dp != w.devices)
+      return clash("devices x num_nodes is", "dp=" + std::to_string(l.dp), std::to_string(w.devices));
+    l.dp = static_cast<int>(w.devices);
+    l.fixed |= kKeyDp;
+  }
   if (w.micro_batch > 0) {
     if ((l.fixed & kKeyMbs) && l.mbs != w.micro_batch)
       return clash("the micro-batch is", "mbs=" + std::to_string(l.mbs), std::to_string(w.micro_batch));
@@ -92,6 +99,25 @@ static Status ApplyTrainerBatch(const Workload& w, const std::string& file, Layo
     l.fixed |= kKeyAc;
   }
   return Status::Ok();
+}
+
+// A run on part of the cluster: LitGPT's devices: 1 on an eight-GPU node, or an estimate's
+// dp x tp x pp x cp stated below the cluster's count. Per-GPU memory and time are those of the
+// GPUs the run uses, one node's worth or whole nodes of it; any other part is left to the
+// layout's own rule (dp x tp x pp x cp must equal the GPUs).
+static void UsePartOfCluster(bool allowed, Inputs& in) {
+  const Layout& l = in.layout;
+  ClusterSpec& c = in.cluster;
+  const int world = c.world_size();
+  const int used = l.dp * l.tp * l.pp * l.cp;
+  if (!allowed || !(l.fixed & kKeyDp) || world <= 0 || used >= world || c.gpus_per_node <= 0) return;
+  if (used > c.gpus_per_node && used % c.gpus_per_node != 0) return;
+  const int nodes = used <= c.gpus_per_node ? 1 : used / c.gpus_per_node;
+  in.assumed.push_back("the layout runs on " + std::to_string(used) + " of the cluster's " + std::to_string(world) +
+                       " GPUs (dp x tp x pp x cp" + (in.workload.devices > 0 ? ", the workload's devices" : "") +
+                       "): " + (nodes == 1 ? "one node" : std::to_string(nodes) + " nodes") + " of it");
+  if (used < c.gpus_per_node) c.gpus_per_node = used;
+  c.nodes = nodes;
 }
 
 StatusOr<Inputs> LoadInputs(const InputFlags& f) {
@@ -142,6 +168,7 @@ StatusOr<Inputs> LoadInputs(const InputFlags& f) {
     w.galore_rank = !GaloreOptimizer(f.optimizer) ? 0 : w.galore_rank > 0 ? w.galore_rank : kGaloreDefaultRank;
   SP_ASSIGN_OR_RETURN(in.layout, ParseLayout(f.layout));
   SP_RETURN_IF_ERROR(ApplyTrainerBatch(w, f.workload, in.layout));
+  UsePartOfCluster(f.part_of_cluster || w.devices > 0, in);
   auto headroom = ParseBytes(f.headroom);
   if (!headroom.ok()) return Status::BadInput("--headroom: " + headroom.status().message());
   in.memory.headroom_bytes = *headroom;
@@ -157,6 +184,7 @@ Plan MakePlan(const InputFlags& f, const Inputs& in, const Layout& resolved) {
   p.cluster = in.cluster;
   p.workload = in.workload;
   p.layout = resolved;
+  p.assumed.insert(p.assumed.end(), in.assumed.begin(), in.assumed.end());
   if (p.workload.training() && !p.workload.global_batch_stated) {
     p.workload.global_batch = static_cast<int64_t>(resolved.mbs) * resolved.dp * resolved.grad_accum;
     p.workload.global_batch_stated = true;

@@ -35,6 +35,9 @@ struct InputFlags {
   std::string headroom = "2 GiB";
   bool json = false;
   std::string html;  // also write a self-contained HTML report here
+  // A layout whose stated degrees use fewer GPUs than the cluster has runs on that part of it
+  // (estimate); a trainer file's device count always does.
+  bool part_of_cluster = false;
 };
 
 struct Inputs {
@@ -43,6 +46,7 @@ struct Inputs {
   Workload workload;
   Layout layout;  // as parsed; not yet resolved
   MemoryOptions memory;
+  std::vector<std::string> assumed;  // said with the answer (the part of the cluster used)
 };
 
 // Adds the flags; `with_layout` for commands that take --layout.

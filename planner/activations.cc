@@ -239,11 +239,14 @@ double MegatronSelectiveDrop(const MemoryContext& ctx, int64_t layer, const Dims
   return drop;
 }
 
-// LoRA through peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters
-// in fp32, under the bf16 autocast the Trainer's bf16=True turns on.
+// LoRA whose adapters save their own copy of each input while the frozen base saves none:
+// peft on transformers' model code (HF Trainer, TRL, LLaMA-Factory), adapters in fp32, under
+// the bf16 autocast the Trainer's bf16=True turns on; and LitGPT's LoRALinear (litgpt/lora.py),
+// adapters in the model's dtype, on a bf16 base or a 4-bit one.
 bool PeftCopiesAdapterInputs(const MemoryContext& ctx) {
-  return ctx.w.task == Task::kLora && ctx.l.stack == Stack::kHf && ctx.r.adapter_bytes == 4 && TransformersModules(ctx.m, ctx.l) &&
-         !ctx.r.compile;
+  if (ctx.r.compile) return false;
+  if (ctx.l.stack == Stack::kLitgpt) return ctx.w.lora_like();
+  return ctx.w.task == Task::kLora && ctx.l.stack == Stack::kHf && ctx.r.adapter_bytes == 4 && TransformersModules(ctx.m, ctx.l);
 }
 
 // Unsloth's LoRA path through a Llama-style block (unsloth models/llama.py
@@ -455,14 +458,26 @@ int64_t LayerActivationBytes(const MemoryContext& ctx, int64_t layer, Recompute 
     // its bf16 cast of the dropped input in place of the undropped one.
     // In fp32 (no autocast) lora_A saves the input itself: one 4 B copy per input tensor,
     // however many adapters read it, unless a dropout makes one per module.
-    const AdapterInputs a = AdapterInputsPerLayer(m, ctx.w.lora, layer);
+    // LitGPT adapts q, k and v as one module behind one dropout (LoRAQKVLinear), and with no
+    // dropout lora_A reads the bf16 input the base keeps or shares, as the fp32 case does.
+    // Under a 4-bit base, bitsandbytes' MatMul4Bit keeps each base projection's input for its
+    // backward (ctx.tensors = (A, B)), so the base saves what full training does.
+    const bool litgpt = ctx.l.stack == Stack::kLitgpt;
+    AdapterInputs a = AdapterInputsPerLayer(m, ctx.w.lora, layer);
+    if (litgpt) {
+      int qkv = 0;
+      for (std::string_view name : {"q_proj", "k_proj", "v_proj"}) qkv += AdaptsModule(m, ctx.w.lora, layer, name);
+      a.inputs -= std::max(0, qkv - 1) * m.hidden;
+    }
     const double sb = d.s * d.b;
     const bool dropout = ctx.w.lora.dropout > 0;
     const double e = fp32 ? 2 : 1;  // element bytes over bf16's
-    const double inputs = fp32 && !dropout ? 4 * static_cast<double>(a.distinct)
-                                           : (2 * e + (dropout ? 1 : 0)) * static_cast<double>(a.inputs);
+    const bool shares_input = !dropout && (fp32 || (litgpt && ctx.r.pure_low_precision));
+    const double inputs = shares_input ? 2 * e * static_cast<double>(a.distinct)
+                                       : (2 * e + (dropout ? 1 : 0)) * static_cast<double>(a.inputs);
     total += sb * (inputs + 2 * e * static_cast<double>(ctx.w.lora.rank * a.modules)) / d.t;
-    total -= e * (2 * NormPair(d) * sbh + d.gi * sb * static_cast<double>(m.intermediate) / d.t);
+    if (!(litgpt && ctx.w.task == Task::kQlora))
+      total -= e * (2 * NormPair(d) * sbh + d.gi * sb * static_cast<double>(m.intermediate) / d.t);
   }
   if (ac == Recompute::kSelective) {
     // Selective recomputation drops what is cheap to recompute: the activation function's

@@ -133,6 +133,8 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
         {"llm-foundry", {Framework::kFsdp, Stack::kLlmFoundry}}, {"llmfoundry", {Framework::kFsdp, Stack::kLlmFoundry}},
         {"composer", {Framework::kFsdp, Stack::kLlmFoundry}},
         {"fms-fsdp", {Framework::kFsdp, Stack::kFmsFsdp}},
+        // LitGPT's finetune and pretrain commands: Fabric's FSDP when devices x num_nodes > 1.
+        {"litgpt", {Framework::kFsdp, Stack::kLitgpt}},         {"lit-gpt", {Framework::kFsdp, Stack::kLitgpt}},
         {"unsloth", {Framework::kFsdp, Stack::kUnsloth}},
         // NeMo AutoModel: FSDP2 on a device mesh with PP, EP and CP, the composition torchtitan runs.
         {"automodel", {Framework::kTorchtitan, Stack::kAutomodel}}, {"nemo-automodel", {Framework::kTorchtitan, Stack::kAutomodel}}};
@@ -141,7 +143,7 @@ Status SetKey(Layout& l, const std::string& key, const std::string& v) {
       std::vector<std::string> names;
       for (const auto& [name, named] : f) names.push_back(name);
       const std::string hint = Suggest(Lower(v), names);
-      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel, llm-foundry or fms-fsdp" +
+      return Bad(key, "deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel, llm-foundry, fms-fsdp or litgpt" +
                           (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)"), v);
     }
     l.framework = it->second.engine;
@@ -380,6 +382,7 @@ std::string_view FrameworkName(const Layout& l) {
     case Stack::kMegatronDeepSpeed: return "megatron-deepspeed";
     case Stack::kLlmFoundry: return "llm-foundry";
     case Stack::kFmsFsdp: return "fms-fsdp";
+    case Stack::kLitgpt: return "litgpt";
   }
   return "?";
 }
@@ -864,6 +867,16 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   }
   if (l.world() != world)
     return Rule("dp x tp x pp x cp = " + Num(l.world()) + " must equal the GPUs used (" + Num(world) + ")");
+  // LitGPT's fine-tuning commands checkpoint every block when Fabric runs FSDP (finetune/
+  // full.py and adapter.py: FSDPStrategy(activation_checkpointing_policy={Block}); lora.py's
+  // parallelize_fn wraps each block in checkpoint_wrapper) and none on one GPU (strategy
+  // "auto"); its pretraining checkpoints none and shards within a node
+  // (FSDPStrategy(sharding_strategy="HYBRID_SHARD"), pretrain.py).
+  if (l.stack == Stack::kLitgpt && w.training()) {
+    const bool pretrain = w.task == Task::kPretrain;
+    if (!(l.fixed & kKeyAc)) l.ac = l.world() > 1 && !pretrain ? Recompute::kFull : Recompute::kNone;
+    if (!(l.fixed & kKeyShardGroup) && pretrain && c.nodes > 1) l.shard_group = kShardGroupNode;
+  }
   // HYBRID_SHARD: FSDP shards over the GPUs of a node and replicates across nodes (FSDP1's
   // _init_intra_and_inter_node_groups takes the node's devices as the intra-node group).
   if (l.shard_group == kShardGroupNode) {

@@ -27,7 +27,9 @@ enum class Framework { kDeepSpeed, kFsdp, kMegatron, kTorchtitan };
 // trained by DeepSpeed's engine (ZeRO, pipeline engine, BF16_Optimizer).
 // kLlmFoundry: MosaicML llm-foundry on Composer's FSDP, with its model code's defaults.
 // kFmsFsdp: IBM's fms-fsdp, FSDP whose selective checkpointing recomputes whole blocks.
-enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed, kLlmFoundry, kFmsFsdp };
+// kLitgpt: Lightning's LitGPT, its own model code on Fabric: one GPU plainly, several through
+// FSDP (FULL_SHARD) with every block checkpointed.
+enum class Stack { kNative, kTorchtune, kHf, kUnsloth, kNemo, kAutomodel, kMegatronDeepSpeed, kLlmFoundry, kFmsFsdp, kLitgpt };
 enum class Recompute { kNone, kSelective, kFull };
 enum class Offload { kNone, kCpu, kNvme };
 // Pipeline schedule. k1f1b is 1F1B, interleaved when vpp > 1. The zero-bubble schedules

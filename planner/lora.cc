@@ -94,6 +94,11 @@ std::vector<NamedLinear> RoleLinears(const ModelSpec& m, std::string_view t) {
   if (t == "o_proj") return {{t, q, h}};
   if (t == "gate_proj" || t == "up_proj") return {{t, h, f}};
   if (t == "down_proj") return {{t, f, h}};
+  if (t == "mlp") {  // the MLP's Linear modules, by role: up and down, and the gate where there is one
+    std::vector<NamedLinear> v = {{"up_proj", h, f}, {"down_proj", f, h}};
+    if (m.mlp == MlpKind::kGated) v.insert(v.begin(), {"gate_proj", h, f});
+    return v;
+  }
   return {};
 }
 
@@ -147,18 +152,24 @@ int64_t HybridLayerParams(const ModelSpec& m, const LoraSpec& lora, int64_t laye
       if (all || t == "o_proj") sum += q + h;
     }
     if (m.has_ffn(layer) && up > 0 && fused_ffn) {  // Granite's shared MLP: input_linear gives gate and up
-      if (all || t == "input_linear") sum += h + 2 * up;
-      if (all || t == "output_linear") sum += up + h;
+      if (all || t == "mlp" || t == "input_linear") sum += h + 2 * up;
+      if (all || t == "mlp" || t == "output_linear") sum += up + h;
     } else if (m.has_ffn(layer) && up > 0) {
-      if ((all || t == "gate_proj") && m.mlp == MlpKind::kGated) sum += h + up;
-      if (all || t == "up_proj") sum += h + up;
-      if (all || t == "down_proj") sum += up + h;
+      const bool mlp = all || t == "mlp";
+      if ((mlp || t == "gate_proj") && m.mlp == MlpKind::kGated) sum += h + up;
+      if (mlp || t == "up_proj") sum += h + up;
+      if (mlp || t == "down_proj") sum += up + h;
     }
   }
   return sum;
 }
 
 }  // namespace
+
+int64_t HeadAdapterParams(const ModelSpec& m, const LoraSpec& lora) {
+  const bool head = std::find(lora.targets.begin(), lora.targets.end(), "lm_head") != lora.targets.end();
+  return head ? lora.rank * (m.hidden + m.vocab) : 0;
+}
 
 int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer) {
   if (m.is_hybrid()) return lora.rank * HybridLayerParams(m, lora, layer);
@@ -245,7 +256,7 @@ AdapterWidths AdapterWidthsPerLayerMean(const ModelSpec& m, const LoraSpec& lora
 }
 
 Status CheckLoraTargets(const ModelSpec& m, const LoraSpec& lora) {
-  std::vector<std::string> names = {"all-linear"};
+  std::vector<std::string> names = {"all-linear", "mlp", "lm_head"};
   for (int64_t l = 0; l < std::max<int64_t>(m.layers, 1); ++l)
     for (const NamedLinear& n : FamilyLinears(m, l))
       if (std::find(names.begin(), names.end(), n.name) == names.end()) names.emplace_back(n.name);

@@ -14,8 +14,13 @@ namespace shardplan {
 // Adapter parameters of one layer. A target is `all-linear` (every Linear module of the layer,
 // peft's shorthand), a module name as the model's modeling file spells it (GPT-2's c_attn,
 // BLOOM's query_key_value, Qwen's w1, ...), or one of llama's names (q_proj, k_proj, v_proj,
-// o_proj, gate_proj, up_proj, down_proj), which stand for those roles in any family.
+// o_proj, gate_proj, up_proj, down_proj), which stand for those roles in any family, or
+// `mlp`, every Linear module of the MLP (LitGPT's lora_mlp).
 int64_t AdapterParamsPerLayer(const ModelSpec& m, const LoraSpec& lora, int64_t layer);
+
+// Adapter parameters outside the layers: r x (hidden + vocab) on the output head when a
+// target is `lm_head` (peft's module name; LitGPT's lora_head), held by the last stage.
+int64_t HeadAdapterParams(const ModelSpec& m, const LoraSpec& lora);
 
 // The Linear modules of one layer that the targets adapt, and the sum of their input widths:
 // what peft's LoRA layers keep copies of (planner/activations.cc). Hybrid layers give none.

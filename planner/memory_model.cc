@@ -225,6 +225,7 @@ StageShape ShapeStage(const MemoryContext& ctx, int stage, const std::vector<int
   }
   if (s.first) s.root_params += FirstStageExtraParams(m) / l.tp;
   if (s.last) s.root_params += LastStageExtraParams(m) / l.tp;
+  if (s.last && ctx.w.lora_like()) s.adapter_params += HeadAdapterParams(m, ctx.w.lora) / l.tp;
   // Tied embeddings under PP: the last stage keeps its own copy of the word embeddings.
   if (s.last && !s.first && m.tied_embeddings) s.root_params += m.vocab * m.hidden / l.tp;
   s.dense_params += s.root_params;

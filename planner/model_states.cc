@@ -407,7 +407,8 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
     Add(out, "dequantized_weight", 2.0 * static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp,
         Phase::kForward, Phase::kBackward, "bitsandbytes dequantizes one weight to bf16 per matmul");
   } else if (!base_offloaded) {
-    Add(out, "frozen_base_weights", WeightBytes(ctx.w) * base, Phase::kSetup, Phase::kStep, "frozen bf16 base weights");
+    Add(out, "frozen_base_weights", (ctx.r.frozen_base_fp32 ? 4 : WeightBytes(ctx.w)) * base, Phase::kSetup, Phase::kStep,
+        ctx.r.frozen_base_fp32 ? "frozen fp32 base weights (cast to bf16 per matmul under autocast)" : "frozen bf16 base weights");
   }  // else ZeRO-3 / FSDP parameter offload: the base lives in host memory, gathered per unit
   // A sharded 4-bit base is gathered per unit like any other (PEFT's QLoRA under FSDP or
   // ZeRO-3 stores the NF4 blocks in bnb_4bit_quant_storage so they flatten and gather;

@@ -42,6 +42,14 @@ bool DefaultMaster(const ModelSpec& m, const Workload& w, const Layout& l, std::
       }
       if (why) *why = "the checkpoint is fp32, so AutoModel's FSDP2 shards and optimizer states stay fp32";
       return true;
+    case Stack::kLitgpt:
+      // LitGPT trains in bf16-mixed unless told a precision (utils.py
+      // get_default_supported_precision(training=True)): Fabric keeps the model in fp32 under
+      // autocast. Its config_hub recipes say bf16-true, which the workload's precision:
+      // bf16-true reads as pure bf16.
+      if (why) *why = "LitGPT's default precision for training is bf16-mixed, fp32 weights under autocast; its config_hub "
+                      "recipes set precision: bf16-true (pure bf16)";
+      return true;
     case Stack::kNative:
     case Stack::kNemo:
     case Stack::kMegatronDeepSpeed:  // BF16_Optimizer / FP16_Optimizer keep fp32 masters
@@ -185,8 +193,11 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     r.master_weights = w.master_weights == MasterWeights::kFp32;
   }
   r.pure_low_precision = low && !r.master_weights;
-  // peft upcasts adapters to fp32 (autocast_adapter_dtype=True); torchtune keeps them in dtype.
-  r.adapter_bytes = r.pure_low_precision && l.stack == Stack::kTorchtune ? 2 : 4;
+  // peft upcasts adapters to fp32 (autocast_adapter_dtype=True); torchtune and LitGPT keep
+  // them in the model's dtype.
+  r.adapter_bytes = r.pure_low_precision && (l.stack == Stack::kTorchtune || l.stack == Stack::kLitgpt) ? 2 : 4;
+  // LitGPT's bf16-mixed keeps the whole model in fp32, the frozen base of a LoRA run too.
+  r.frozen_base_fp32 = l.stack == Stack::kLitgpt && w.lora_like() && r.master_weights;
 
   if (l.framework == Framework::kMegatron && low && !r.pure_low_precision && !w.lora_like()) {
     r.main_grad_bytes = MegatronGradsFp32(w, l) ? 4 : 2;  // bf16, fp8 runs included
@@ -215,7 +226,8 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   // defaults to adamw_torch_fused (one kernel per parameter group); torchtitan's default was
   // foreach until 2025-02-24, fused since; plain FSDP scripts, fms-fsdp's
   // (main_training_llama.py: optim.AdamW with betas and weight decay, no fused flag) and
-  // AutoModel's configs (torch.optim.Adam, no fused flag) take torch's CUDA default, foreach.
+  // AutoModel's configs (torch.optim.Adam, no fused flag) and LitGPT's (torch.optim.AdamW by
+  // class_path and init_args) take torch's CUDA default, foreach.
   // A name that says the step (adamw_torch, adamw_torch_fused) overrides all of them;
   // bitsandbytes steps in its own kernels.
   if (adam) {
@@ -224,9 +236,17 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     else if (TorchtitanItself(l))
       r.torch_foreach_step = !ReleaseAtLeast(w, defaults::kTorchtitanFusedAdamW);
     else
-      r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel || l.stack == Stack::kFmsFsdp;
+      r.torch_foreach_step = l.stack == Stack::kNative || l.stack == Stack::kAutomodel || l.stack == Stack::kFmsFsdp ||
+                             l.stack == Stack::kLitgpt;
   }
   r.paged_optimizer = w.paged_optimizer;
+  // LitGPT's LoRA on a quantized base builds bitsandbytes' PagedAdamW (32-bit states in
+  // unified memory) whatever AdamW its config names (finetune/lora.py, utils.py
+  // instantiate_bnb_optimizer).
+  if (l.stack == Stack::kLitgpt && w.task == Task::kQlora && adam && !w.paged_optimizer) {
+    r.paged_optimizer = true;
+    assume("optimizer: paged AdamW (LitGPT steps a quantized base's adapters with bitsandbytes' PagedAdamW)");
+  }
   if (w.galore_rank > 0)
     assume(("galore: rank " + std::to_string(w.galore_rank) +
             " on the attention and MLP weights of every layer (optim_target_modules [\"attn\", \"mlp\"]); "
@@ -350,6 +370,13 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
     else if (w.release == 0)
       assume("loss: standard (torchtitan releases before 2025-04-02 ran the loss eager; later ones compile it with the "
              "model: say release: with the date of yours, or loss: compiled)");
+  } else if (l.stack == Stack::kLitgpt) {
+    // LitGPT's chunked_cross_entropy (utils.py) on 128-token chunks of the logits (lora.py runs
+    // the head per chunk too). Under bf16-true every chunk's log-softmax stays bf16; under
+    // bf16-mixed autocast upcasts each chunk alone, as torchtune's chunked loss does.
+    r.loss = r.pure_low_precision ? LossKind::kNoUpcast : LossKind::kChunked;
+    assume(r.pure_low_precision ? "loss: no_upcast (LitGPT's chunked cross-entropy on the bf16 logits, bf16-true)"
+                                : "loss: chunked (LitGPT's chunked cross-entropy, each chunk upcast under autocast)");
   } else if (l.stack == Stack::kLlmFoundry) {
     r.loss = LossKind::kKernel;
     assume("loss: kernel (llm-foundry's models default to loss_fn: fused_crossentropy, flash-attn's cross-entropy kernel)");

@@ -24,6 +24,7 @@ struct TrainingRecipe {
   bool compile = false;              // torch.compile of the blocks
   bool flash_attention = true;       // fused attention; false: the s x s softmax is saved
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
+  bool frozen_base_fp32 = false;     // a LoRA run's frozen base stays fp32 (LitGPT's bf16-mixed)
   double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
   bool deepspeed_foreach_step = false;  // DeepSpeed steps a torch foreach AdamW on its fp32 partition
   bool torch_foreach_step = false;   // outside DeepSpeed and Megatron: torch's foreach AdamW, whose

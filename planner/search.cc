@@ -330,9 +330,9 @@ std::pair<Layout, MemoryEstimate> LeastRecomputationThatFits(const ModelSpec& m,
               (e.fits ? "the fewest that fit (say ac=full,ac_layers=N for your selective_checkpointing)" : "all, and it still does not fit");
     return {tried, std::move(e)};
   }
-  // Stacks whose recipes set recomputation (torchtune, Unsloth, HF, AutoModel) keep theirs.
+  // Stacks whose recipes set recomputation (torchtune, Unsloth, HF, AutoModel, LitGPT) keep theirs.
   const bool own_default = l.stack == Stack::kTorchtune || l.stack == Stack::kUnsloth || l.stack == Stack::kHf ||
-                           l.stack == Stack::kAutomodel;
+                           l.stack == Stack::kAutomodel || l.stack == Stack::kLitgpt;
   if (!w.training() || (l.fixed & kKeyAc) || own_default)
     return {l, EstimateMemory(m, w, l, c, opt)};
   // Where full (and block) recomputation is ruled out, selective is the most there is.

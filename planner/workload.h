@@ -167,6 +167,9 @@ struct Workload {
   // Megatron-style trainer files), for the layout likewise; 0 = not stated.
   int64_t tensor_parallel = 0;
   int64_t pipeline_parallel = 0;
+  // LitGPT's devices x num_nodes: the GPUs its data parallelism runs on, which may be fewer
+  // than the cluster has; 0 = not stated (all of them).
+  int64_t devices = 0;
   // What reading a trainer's file assumed, and the arguments it read past (learning rate,
   // logging, paths) as having no bearing on memory or step time; said with the answer, not
   // written back to a plan.

@@ -205,12 +205,16 @@ Status ReadGalore(const Document& doc, const YAML::Node& root, const std::option
 Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_ASSIGN_OR_RETURN(std::optional<std::string> master, doc.String(root, "master_weights"));
   if (master) {
+    const MasterWeights said = w.master_weights;  // what a Lightning precision (bf16-true) said
     const std::string v = Lower(*master);
     if (v == "fp32") w.master_weights = MasterWeights::kFp32;
     else if (v == "none" || v == "false" || v == "no") w.master_weights = MasterWeights::kNone;
     else if (v != "auto")
       return doc.ErrorAt(root["master_weights"], "master_weights: expected fp32 (mixed precision), none (pure " +
                                                      std::string(DtypeName(w.precision)) + ") or auto, got \"" + *master + "\"");
+    if (said != MasterWeights::kAuto && w.master_weights != said)
+      return doc.ErrorAt(root["master_weights"], "master_weights: the precision says " +
+                                                     std::string(MasterWeightsName(said)) + " already");
   }
   SP_ASSIGN_OR_RETURN(std::optional<std::string> loss, doc.String(root, "loss"));
   if (loss) {
@@ -364,13 +368,77 @@ Status ReadLoraTarget(const Document& doc, const YAML::Node& node, LoraSpec& lor
   return Status::Ok();
 }
 
+// The precision, also as Lightning names it (LitGPT, Fabric, the Trainer): bf16-true and
+// 16-true train everything in that dtype, bf16-mixed and 16-mixed keep fp32 weights under
+// autocast (Fabric's MixedPrecision), 32-true is fp32.
+Status ReadPrecision(const Document& doc, const YAML::Node& root, Workload& w) {
+  const YAML::Node p = root["precision"];
+  const std::string v = p.IsDefined() && p.IsScalar() ? Lower(p.Scalar()) : "";
+  const size_t dash = v.rfind('-');
+  const std::string mode = dash == std::string::npos ? "" : v.substr(dash + 1);
+  if (v.starts_with("transformer-engine"))
+    return doc.ErrorAt(p, "precision: Lightning's transformer-engine plugin is not modelled; expected bf16-true, "
+                          "bf16-mixed, 16-true, 16-mixed or 32-true, got \"" + p.Scalar() + "\"");
+  const std::string base = dash == std::string::npos ? "" : v.substr(0, dash);
+  const bool lightning = (mode == "true" && (base == "bf16" || base == "16" || base == "32")) ||
+                         (mode == "mixed" && (base == "bf16" || base == "16"));
+  if (!lightning) return ReadDtypeKey(doc, root, "precision", &w.precision);
+  w.precision = base == "bf16" ? Dtype::kBf16 : base == "16" ? Dtype::kFp16 : Dtype::kFp32;
+  if (w.precision != Dtype::kFp32) w.master_weights = mode == "true" ? MasterWeights::kNone : MasterWeights::kFp32;
+  return Status::Ok();
+}
+
+// LitGPT's config files (config_hub/finetune/*/lora.yaml, what `litgpt finetune --config`
+// reads) hold the batch and the sequence in a train: block beside the schedule and saving.
+// Returns the file with micro_batch_size, global_batch_size and max_seq_length lifted to the
+// top level and the block gone; its other keys are named in `read_past`.
+StatusOr<YAML::Node> LiftTrainBlock(const Document& doc, const YAML::Node& file, std::vector<std::string>& read_past) {
+  const YAML::Node train = file.IsMap() ? file["train"] : YAML::Node();
+  if (!train.IsDefined() || train.IsNull()) return file;
+  if (!train.IsMap())
+    return doc.ErrorAt(train, "train: expected LitGPT's block of training arguments (micro_batch_size, "
+                              "global_batch_size, max_seq_length, ...)");
+  static const char* const kLifted[] = {"micro_batch_size", "global_batch_size", "max_seq_length"};
+  // litgpt/args.py TrainArgs: the schedule, logging and saving.
+  static const std::vector<std::string> kSchedule = {"save_interval", "log_interval", "lr_warmup_steps",
+                                                     "lr_warmup_fraction", "epochs", "max_tokens", "max_steps",
+                                                     "tie_embeddings", "max_norm", "min_lr"};
+  std::vector<std::string> known = kSchedule;
+  known.insert(known.end(), std::begin(kLifted), std::end(kLifted));
+  SP_RETURN_IF_ERROR(doc.CheckKeys(train, known));
+  SP_ASSIGN_OR_RETURN(std::optional<bool> tie, doc.Bool(train, "tie_embeddings"));
+  if (tie && *tie)
+    return doc.ErrorAt(train["tie_embeddings"], "tie_embeddings: true ties the head to the embeddings whatever the "
+                                                "model's config.json says; give tie_word_embeddings in config.json instead");
+  YAML::Node out(YAML::NodeType::Map);
+  for (auto it = file.begin(); it != file.end(); ++it)
+    if (it->first.Scalar() != "train") out.force_insert(it->first, it->second);
+  for (const char* key : kLifted) {
+    const YAML::Node v = train[key];
+    if (!v.IsDefined() || v.IsNull()) continue;
+    if (file[key].IsDefined())
+      return doc.ErrorAt(v, std::string(key) + ": given in train: and at the top level; give it once");
+    out.force_insert(std::string(key), v);
+  }
+  for (auto it = train.begin(); it != train.end(); ++it)
+    if (std::find(kSchedule.begin(), kSchedule.end(), it->first.Scalar()) != kSchedule.end())
+      read_past.push_back("train." + it->first.Scalar());
+  return out;
+}
+
+// The flat keys that give a trainer file's adapters: peft's, LLaMA-Factory's and axolotl's
+// (lora_r reads as lora_rank), and LitGPT's switches per projection.
+constexpr const char* kFlatLoraKeys[] = {"lora_rank",  "lora_alpha", "lora_dropout",    "lora_target", "lora_target_linear",
+                                         "lora_query", "lora_key",   "lora_value",      "lora_projection", "lora_mlp",
+                                         "lora_head"};
+
 // What a pasted trainer file says that the workload's own keys would (planner/workload.h):
 // the precision as bf16/fp16 switches; the task as LLaMA-Factory's stage and finetuning_type,
 // axolotl's adapter, TRL's use_peft and a 4-bit base (quantization_bit: 4, load_in_4bit);
 // the adapters as flat lora_* keys; Liger's fused loss; the attention kernel; and the batch and
 // checkpointing it runs (Workload::micro_batch, ...). `task_given`: the file has task:, which
 // the others must agree with.
-Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool task_given, Workload& w) {
+Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool task_given, bool litgpt_file, Workload& w) {
   SP_ASSIGN_OR_RETURN(std::optional<bool> bf16, ReadSwitch(doc, root, "bf16"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> fp16, ReadSwitch(doc, root, "fp16"));
   if (bf16 && fp16 && *bf16 && *fp16) return doc.ErrorAt(root["fp16"], "fp16: bf16 is on as well; a run trains in one");
@@ -407,21 +475,35 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
   if (method && Lower(*method) != "bitsandbytes" && Lower(*method) != "bnb")
     return doc.ErrorAt(root["quantization_method"], "quantization_method: expected bitsandbytes (NF4); \"" + *method +
                                                     "\" is not modelled");
+  // LitGPT's quantize: Fabric's BitsandbytesPrecision on every Linear of the base.
+  SP_ASSIGN_OR_RETURN(std::optional<std::string> quantize, doc.String(root, "quantize"));
+  if (quantize) {
+    const std::string q = Lower(*quantize);
+    if (q.starts_with("bnb.int8"))
+      return doc.ErrorAt(root["quantize"], "quantize: an 8-bit base (LLM.int8) is not modelled; expected bnb.nf4, "
+                                           "bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq");
+    if (q != "bnb.nf4" && q != "bnb.nf4-dq" && q != "bnb.fp4" && q != "bnb.fp4-dq")
+      return doc.ErrorAt(root["quantize"], "quantize: expected bnb.nf4, bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq (LitGPT's "
+                                           "4-bit bases), got \"" + *quantize + "\"");
+  }
   SP_ASSIGN_OR_RETURN(std::optional<bool> in4, doc.Bool(root, "load_in_4bit"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(root, "load_in_8bit"));
   if (in8 && *in8)
     return doc.ErrorAt(root["load_in_8bit"], "load_in_8bit: an 8-bit base (LLM.int8) is not modelled; expected "
                                              "load_in_4bit (QLoRA) or neither");
-  const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora");
-  const char* four_bit_key = bits && *bits == 4 ? "quantization_bit" : in4 && *in4 ? "load_in_4bit" : "adapter";
+  const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora") || quantize;
+  const char* four_bit_key = bits && *bits == 4 ? "quantization_bit"
+                             : in4 && *in4      ? "load_in_4bit"
+                             : quantize         ? "quantize"
+                                                : "adapter";
   const char* flat_key = nullptr;  // the first flat LoRA key the file gives
-  for (const char* key : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear"})
+  for (const char* key : kFlatLoraKeys)
     if (!flat_key && root[key].IsDefined()) flat_key = key;
   const bool flat_lora = flat_key != nullptr;
   const bool adapters = (type && Lower(*type) == "lora") || adapter || (use_peft && *use_peft) || flat_lora;
   const bool full = type && Lower(*type) == "full";
   const char* said_by = type ? "finetuning_type" : adapter ? "adapter" : use_peft ? "use_peft"
-                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : flat_key;
+                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : quantize ? "quantize" : flat_key;
   if (full && four_bit)
     return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; expected finetuning_type: lora");
   if (task_given && said_by) {
@@ -440,6 +522,9 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
                          "a 4-bit base trains adapters only; say finetuning_type: lora or task: qlora");
     if (adapters || four_bit) w.task = four_bit ? Task::kQlora : Task::kLora;
     else if (full || stage) w.task = stage && Lower(*stage) == "pt" ? Task::kPretrain : Task::kFinetune;
+    // A LitGPT config (its train: block) without adapters is `litgpt finetune_full`'s, or
+    // `litgpt pretrain`'s when it names model_name.
+    else if (litgpt_file) w.task = root["model_name"].IsDefined() ? Task::kPretrain : Task::kFinetune;
   }
 
   // The adapters, as flat keys.
@@ -454,6 +539,30 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     return doc.ErrorAt(root["lora_target_linear"], "lora_target_linear: the targets are named in lora_target already");
   if (linear && *linear) w.lora.targets = {"all-linear"};
   if (root["lora_target"].IsDefined()) SP_RETURN_IF_ERROR(ReadLoraTarget(doc, root["lora_target"], w.lora));
+  // LitGPT's switches for the projections that carry adapters (litgpt/lora.py Config:
+  // lora_query and lora_value on unless told, the others off). lora_mlp is each Linear of the
+  // MLP; lora_head the output head.
+  static const std::pair<const char*, const char*> kLitgptParts[] = {
+      {"lora_query", "q_proj"}, {"lora_key", "k_proj"}, {"lora_value", "v_proj"},
+      {"lora_projection", "o_proj"}, {"lora_mlp", "mlp"}, {"lora_head", "lm_head"}};
+  const auto* first_part = std::find_if(std::begin(kLitgptParts), std::end(kLitgptParts),
+                                        [&](const auto& p) { return root[p.first].IsDefined(); });
+  const bool litgpt_defaults = litgpt_file && flat_lora && !root["lora_target"].IsDefined() && !(linear && *linear);
+  if (first_part != std::end(kLitgptParts) || litgpt_defaults) {
+    if (root["lora_target"].IsDefined() || (linear && *linear))
+      return doc.ErrorAt(root[first_part->first], std::string(first_part->first) + ": the targets are named in " +
+                                                      (root["lora_target"].IsDefined() ? "lora_target" : "lora_target_linear") +
+                                                      " already; give them one way");
+    std::vector<std::string> targets;
+    for (const auto& [key, target] : kLitgptParts) {
+      SP_ASSIGN_OR_RETURN(std::optional<bool> on, doc.Bool(root, key));
+      if (on.value_or(std::string_view(key) == "lora_query" || std::string_view(key) == "lora_value"))
+        targets.emplace_back(target);
+    }
+    if (targets.empty())  // a switch was given, or LitGPT's defaults would have held
+      return doc.ErrorAt(root[first_part->first], "every lora_* switch is off: no projection carries an adapter");
+    w.lora.targets = targets;
+  }
 
   // Liger's kernels: its fused linear cross-entropy never holds the logits whole.
   SP_ASSIGN_OR_RETURN(std::optional<bool> liger, doc.Bool(root, "use_liger_kernel"));
@@ -486,6 +595,18 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> pp, doc.Int(root, "pipeline_parallel_size", 1, 1 << 16));
   if (tp) w.tensor_parallel = *tp;
   if (pp) w.pipeline_parallel = *pp;
+  // LitGPT's devices (a count, or "auto" / -1 for every GPU) and num_nodes.
+  const YAML::Node devices = root["devices"];
+  const bool every_gpu = devices.IsDefined() && devices.IsScalar() &&
+                         (Lower(devices.Scalar()) == "auto" || devices.Scalar() == "-1");
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "num_nodes", 1, 1 << 16));
+  if (!every_gpu) {
+    SP_ASSIGN_OR_RETURN(std::optional<int64_t> count, doc.Int(root, "devices", 1, 1 << 16));
+    if (count || nodes) w.devices = count.value_or(1) * nodes.value_or(1);
+  }
+  if (quantize && (w.devices > 1 || every_gpu))
+    return doc.ErrorAt(root["quantize"], "quantize: LitGPT trains a quantized base on one GPU only (\"Quantization is "
+                                         "currently not supported for multi-GPU training\"); expected devices: 1");
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> micro, doc.Int(root, "micro_batch", 1, 1 << 20));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> accum, doc.Int(root, "grad_accum", 1, 1 << 20));
   if (micro) w.micro_batch = *micro;
@@ -573,24 +694,36 @@ StatusOr<std::optional<std::string>> ReadOptimizer(const Document& doc, const YA
   const YAML::Node given = root["optimizer"];
   const bool block = given.IsDefined() && given.IsMap();
   const YAML::Node& holder = block ? given : root;
-  const char* key = !block ? "optimizer" : given["_component_"].IsDefined() ? "_component_" : "type";
+  const char* key = !block                               ? "optimizer"
+                    : given["_component_"].IsDefined()   ? "_component_"
+                    : given["class_path"].IsDefined()    ? "class_path"
+                                                         : "type";
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(holder, key));
   if (block && !name)
     return doc.ErrorAt(given, "optimizer: a block needs the optimizer's class, as _component_ (torchtune: "
-                              "torch.optim.AdamW) or type (DeepSpeed: AdamW)");
+                              "torch.optim.AdamW), class_path (LitGPT) or type (DeepSpeed: AdamW)");
   if (!name) return name;
   std::string resolved = *name;
   std::optional<bool> fused, foreach;
   if (block) {
-    SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(given, {"type", "fused", "foreach", "momentum", "amsgrad", "params", "lr",
-                                                       "betas", "eps", "weight_decay"}));
-    SP_ASSIGN_OR_RETURN(std::optional<bool> amsgrad, doc.Bool(given, "amsgrad"));
+    SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(given, {"type", "class_path", "init_args", "fused", "foreach", "momentum",
+                                                       "amsgrad", "params", "lr", "betas", "eps", "weight_decay"}));
+    // LitGPT names the class as class_path and its arguments in init_args (jsonargparse's form).
+    const YAML::Node init = given["init_args"];
+    if (init.IsDefined() && !init.IsNull() && !init.IsMap())
+      return doc.ErrorAt(init, "init_args: expected the optimizer's arguments as a block (lr, weight_decay, betas, ...)");
+    const bool init_block = init.IsDefined() && init.IsMap();
+    const YAML::Node& args = init_block ? init : given;
+    if (init_block)
+      SP_RETURN_IF_ERROR(doc.CheckMisspelledKeys(init, {"fused", "foreach", "momentum", "amsgrad", "lr", "betas", "eps",
+                                                        "weight_decay", "capturable", "maximize", "differentiable"}));
+    SP_ASSIGN_OR_RETURN(std::optional<bool> amsgrad, doc.Bool(args, "amsgrad"));
     if (amsgrad && *amsgrad)
-      return doc.ErrorAt(given["amsgrad"], "optimizer: amsgrad keeps a third state (max_exp_avg_sq), which shardplan "
-                                           "does not model; expected amsgrad: false");
-    SP_ASSIGN_OR_RETURN(std::optional<double> momentum, doc.Number(given, "momentum", 0, 1));
-    SP_ASSIGN_OR_RETURN(fused, doc.Bool(given, "fused"));
-    SP_ASSIGN_OR_RETURN(foreach, doc.Bool(given, "foreach"));
+      return doc.ErrorAt(args["amsgrad"], "optimizer: amsgrad keeps a third state (max_exp_avg_sq), which shardplan "
+                                          "does not model; expected amsgrad: false");
+    SP_ASSIGN_OR_RETURN(std::optional<double> momentum, doc.Number(args, "momentum", 0, 1));
+    SP_ASSIGN_OR_RETURN(fused, doc.Bool(args, "fused"));
+    SP_ASSIGN_OR_RETURN(foreach, doc.Bool(args, "foreach"));
     Optimizer o;
     if (momentum && *momentum > 0 && ParseOptimizer(*name, &o) && o == Optimizer::kSgd) resolved = "sgd-momentum";
   }
@@ -675,9 +808,15 @@ static const std::vector<std::string_view> kReadPast = {
     "disable_log_stats", "disable-log-stats", "uvicorn_log_level", "uvicorn-log-level", "max_log_len", "max-log-len",
     "chat_template", "chat-template", "enable_auto_tool_choice", "enable-auto-tool-choice", "tool_call_parser",
     "tool-call-parser", "reasoning_parser", "reasoning-parser", "trust-remote-code", "enable_prefix_caching",
-    "enable-prefix-caching", "swap_space", "swap-space", "model_path", "model-path"};
+    "enable-prefix-caching", "swap_space", "swap-space", "model_path", "model-path",
+    // LitGPT's config files: paths, data, evaluation, logging (litgpt/args.py, finetune/*.py)
+    "checkpoint_dir", "out_dir", "data", "eval", "logger_name", "resume", "access_token", "log", "model_name",
+    "model_config", "initial_checkpoint_dir", "tokenizer_dir"};
 
-StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& given) {
+StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node& file) {
+  std::vector<std::string> train_read_past;
+  SP_ASSIGN_OR_RETURN(const YAML::Node given, LiftTrainBlock(doc, file, train_read_past));
+  const bool litgpt_file = file.IsMap() && file["train"].IsDefined() && file["train"].IsMap();
   const std::vector<std::string> allowed = {"name", "task", "seq_len", "global_batch", "precision", "optimizer",
                                             "lora", "inference", "description", "master_weights", "optimizer_in_backward",
                                             "paged_optimizer", "activation_offload", "loss", "compile",
@@ -690,6 +829,9 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "finetuning_type", "stage", "adapter", "use_peft", "quantization_bit",
                                             "quantization_method", "load_in_4bit", "load_in_8bit", "lora_rank",
                                             "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear",
+                                            // LitGPT's (ReadTrainerArguments)
+                                            "quantize", "devices", "num_nodes", "lora_query", "lora_key", "lora_value",
+                                            "lora_projection", "lora_mlp", "lora_head",
                                             "use_liger_kernel", "attn_implementation", "packing",
                                             "disable_gradient_checkpointing",
                                             // a serving engine's own config (ReadServingConfig)
@@ -711,6 +853,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   for (auto it = given.begin(); it != given.end(); ++it)
     if (std::find(kReadPast.begin(), kReadPast.end(), it->first.Scalar()) != kReadPast.end())
       read_past += (read_past.empty() ? "" : ", ") + it->first.Scalar();
+  for (const std::string& key : train_read_past) read_past += (read_past.empty() ? "" : ", ") + key;
   if (!read_past.empty())
     w.assumed.push_back("read past " + read_past + ": arguments with no bearing on memory or step time");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
@@ -726,18 +869,18 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (seq) w.seq_len = *seq;
   if (gb) w.global_batch = *gb;
   w.global_batch_stated = gb.has_value() || !w.training();
-  SP_RETURN_IF_ERROR(ReadDtypeKey(doc, root, "precision", &w.precision));
+  SP_RETURN_IF_ERROR(ReadPrecision(doc, root, w));
   if (w.precision == Dtype::kFp4 && !w.training())
     return doc.ErrorAt(root["precision"], "precision: nvfp4 is a training recipe; to serve NVFP4 weights say inference: "
                                           "{weights: nvfp4}, got \"nvfp4\" for task inference");
   SP_ASSIGN_OR_RETURN(std::optional<std::string> opt, ReadOptimizer(doc, root, w));
   SP_RETURN_IF_ERROR(ReadRecipe(doc, root, w));
-  SP_RETURN_IF_ERROR(ReadTrainerArguments(doc, root, task.has_value(), w));
+  SP_RETURN_IF_ERROR(ReadTrainerArguments(doc, root, task.has_value(), litgpt_file, w));
   if (opt && w.optimizer_in_backward == Setting::kAuto && OptimizerStepsInBackward(*opt))
     w.optimizer_in_backward = Setting::kOn;
   SP_RETURN_IF_ERROR(ReadGalore(doc, root, opt, w));
   if (root["lora"].IsDefined()) {
-    for (const char* flat : {"lora_rank", "lora_alpha", "lora_dropout", "lora_target", "lora_target_linear"})
+    for (const char* flat : kFlatLoraKeys)
       if (root[flat].IsDefined())
         return doc.ErrorAt(root[flat], std::string(flat) + ": the adapters are given in lora: already; give them one way");
     SP_RETURN_IF_ERROR(ReadLora(doc, root["lora"], w.lora));
@@ -792,6 +935,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";
   if (w.tensor_parallel > 0) out += p + "tensor_parallel_size: " + std::to_string(w.tensor_parallel) + "\n";
   if (w.pipeline_parallel > 0) out += p + "pipeline_parallel_size: " + std::to_string(w.pipeline_parallel) + "\n";
+  if (w.devices > 0) out += p + "devices: " + std::to_string(w.devices) + "\n";
   if (w.micro_batch > 0) out += p + "micro_batch_size: " + std::to_string(w.micro_batch) + "\n";
   if (w.grad_accum > 0) out += p + "gradient_accumulation_steps: " + std::to_string(w.grad_accum) + "\n";
   if (w.checkpointing != Setting::kAuto)

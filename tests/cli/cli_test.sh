@@ -151,6 +151,18 @@ check serving-config 0 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h10
 json serving-config-json 'j["layout"]["tp"] == 2 and j["workload"]["task"] == "inference" and j["inference"]["max_kv_tokens"] > 0'
 check serving-config-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster dgx-h100 --workload "$tmp/vllm.yaml" --layout tp=4
 expect serving-config-clash-msg "$tmp/err" "vllm.yaml: tensor_parallel_size is 2, but --layout says tp=4; give it once"
+# LitGPT's config file as it ships (config_hub/finetune/llama-3.1-8b/lora.yaml's keys): its
+# devices: 1 runs on one GPU of a 4 x A10G machine, without checkpointing, in pure bf16.
+printf 'checkpoint_dir: checkpoints/meta-llama/Meta-Llama-3.1-8B\nprecision: bf16-true\nquantize:\ndevices: 1\nnum_nodes: 1\nlora_r: 32\nlora_alpha: 16\nlora_dropout: 0.05\nlora_query: true\nlora_key: false\nlora_value: true\nlora_projection: false\nlora_mlp: false\nlora_head: false\ntrain:\n  save_interval: 200\n  global_batch_size: 8\n  micro_batch_size: 1\n  max_seq_length: 512\n  tie_embeddings:\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    lr: 0.0002\n' > "$tmp/litgpt.yaml"
+check litgpt-file 0 -- "$bin" estimate --model llama-3.1-8b --cluster 4xA10G --workload "$tmp/litgpt.yaml" --layout framework=litgpt --json
+json litgpt-file-json 'j["cluster"]["nodes"] == 1 and j["cluster"]["gpus_per_node"] == 1 and j["layout"]["dp"] == 1 and j["layout"]["ac"] == "none" and j["layout"]["framework"] == "litgpt" and j["workload"]["task"] == "lora" and j["workload"]["seq_len"] == 512 and not j["recipe"]["master_weights"] and any(a.startswith("the layout runs on 1 of the cluster") for a in j["assumed"])'
+# A stated dp below the cluster's GPUs runs on that part of it: one node's worth or whole nodes.
+check part-of-cluster 0 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100 --layout dp=8 --json
+json part-of-cluster-json 'j["cluster"]["nodes"] == 1 and j["cluster"]["gpus_per_node"] == 8'
+check part-of-cluster-odd 2 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100 --layout dp=12
+expect part-of-cluster-odd-msg "$tmp/err" "must equal the GPUs used (16)"
+check litgpt-devices-clash 2 -- "$bin" estimate --model llama-3.1-8b --cluster 4xA10G --workload "$tmp/litgpt.yaml" --layout framework=litgpt,dp=4
+expect litgpt-devices-clash-msg "$tmp/err" "litgpt.yaml: devices x num_nodes is 1, but --layout says dp=4; give it once"
 # A cluster and a task in words on the command line: GPUs with their counts, sft, 4k tokens.
 check cluster-words 0 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100 --task sft --seq-len 4k --layout dp=16 --json
 json cluster-words-json 'j["cluster"]["nodes"] == 2 and j["cluster"]["gpus_per_node"] == 8 and j["cluster"]["gpu"] == "h100-sxm-80gb" and j["workload"]["task"] == "finetune" and j["workload"]["seq_len"] == 4096'

@@ -1396,6 +1396,109 @@ TEST(WorkloadRejects, TrainerFileKeys) {
   }
 }
 
+// LitGPT's config files as they ship (config_hub/finetune/llama-3.1-8b/lora.yaml, its keys
+// and values, comments left out): the Lightning precision, the train: block, the projections'
+// switches, the optimizer as class_path and init_args, and what has no bearing read past.
+TEST(Workload, LitgptConfigAsItIs) {
+  const std::string lora =
+      "checkpoint_dir: checkpoints/meta-llama/Meta-Llama-3.1-8B\nout_dir: out/finetune/lora-llama-3.1-8b\n"
+      "precision: bf16-true\nquantize:\ndevices: 1\nnum_nodes: 1\nlora_r: 32\nlora_alpha: 16\nlora_dropout: 0.05\n"
+      "lora_query: true\nlora_key: false\nlora_value: true\nlora_projection: false\nlora_mlp: false\nlora_head: false\n"
+      "data:\n  class_path: litgpt.data.Alpaca2k\n  init_args:\n    mask_prompt: false\n    prompt_style: alpaca\n"
+      "train:\n  save_interval: 200\n  log_interval: 1\n  global_batch_size: 8\n  micro_batch_size: 1\n"
+      "  lr_warmup_steps: 10\n  epochs: 2\n  max_tokens:\n  max_steps:\n  max_seq_length: 512\n  tie_embeddings:\n"
+      "  max_norm:\n  min_lr: 6.0e-05\neval:\n  interval: 100\n  max_new_tokens: 100\n  max_iters: 100\n"
+      "  initial_validation: false\n  final_validation: true\nlogger_name: csv\nseed: 1337\noptimizer:\n"
+      "  class_path: torch.optim.AdamW\n  init_args:\n    lr: 0.0002\n    weight_decay: 0.0\n    betas:\n"
+      "      - 0.9\n      - 0.95\n";
+  auto w = ReadWorkload(lora);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kLora);
+  EXPECT_EQ(w->precision, Dtype::kBf16);
+  EXPECT_EQ(w->master_weights, MasterWeights::kNone);  // bf16-true: pure bf16
+  EXPECT_EQ(w->lora.rank, 32);
+  EXPECT_DOUBLE_EQ(w->lora.dropout, 0.05);
+  EXPECT_EQ(w->lora.targets, (std::vector<std::string>{"q_proj", "v_proj"}));
+  EXPECT_EQ(w->seq_len, 512);
+  EXPECT_EQ(w->global_batch, 8);
+  EXPECT_TRUE(w->global_batch_stated);
+  EXPECT_EQ(w->micro_batch, 1);
+  EXPECT_EQ(w->devices, 1);
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW);
+  ASSERT_EQ(w->assumed.size(), 1u);
+  EXPECT_EQ(w->assumed[0], "read past checkpoint_dir, out_dir, data, eval, logger_name, seed, train.save_interval, "
+                           "train.log_interval, train.lr_warmup_steps, train.epochs, train.max_tokens, train.max_steps, "
+                           "train.tie_embeddings, train.max_norm, train.min_lr: arguments with no bearing on memory or "
+                           "step time");
+  auto back = ReadWorkload(WorkloadToYaml(*w, 0));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  w->assumed.clear();
+  EXPECT_EQ(*back, *w);
+
+  // qlora.yaml: a 4-bit base; tiny-llama's: every projection and the head.
+  w = ReadWorkload("precision: bf16-true\nquantize: bnb.nf4\ndevices: 1\nlora_r: 32\nlora_query: true\nlora_key: true\n"
+                   "lora_value: true\nlora_projection: true\nlora_mlp: true\nlora_head: true\n"
+                   "train:\n  micro_batch_size: 8\n  max_seq_length: 512\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kQlora);
+  EXPECT_EQ(w->lora.targets, (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj", "mlp", "lm_head"}));
+  // Unset switches take LitGPT's defaults: query and value on.
+  w = ReadWorkload("lora_r: 8\nlora_mlp: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->lora.targets, (std::vector<std::string>{"q_proj", "v_proj", "mlp"}));
+
+  // full.yaml: no adapters is finetune_full's, over 4 devices; bf16-mixed keeps fp32 masters.
+  w = ReadWorkload("precision: bf16-mixed\ndevices: 4\nnum_nodes: 2\ntrain:\n  micro_batch_size: 4\n"
+                   "  global_batch_size: 64\n  max_seq_length: 512\noptimizer: AdamW\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kFinetune);
+  EXPECT_EQ(w->master_weights, MasterWeights::kFp32);
+  EXPECT_EQ(w->devices, 8);
+  // pretrain/tinyllama.yaml: model_name says pretraining; devices: auto is every GPU.
+  w = ReadWorkload("model_name: tiny-llama-1.1b\nprecision: bf16-mixed\ndevices: auto\nnum_nodes: 1\n"
+                   "train:\n  global_batch_size: 512\n  micro_batch_size: 4\n  max_seq_length: 2048\n"
+                   "optimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    lr: 4e-4\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kPretrain);
+  EXPECT_EQ(w->devices, 0);
+  EXPECT_EQ(w->seq_len, 2048);
+  // Lightning's precision names elsewhere: 16-true is pure fp16, 32-true fp32.
+  w = ReadWorkload("task: finetune\nprecision: 16-true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->precision, Dtype::kFp16);
+  EXPECT_EQ(w->master_weights, MasterWeights::kNone);
+  w = ReadWorkload("task: finetune\nprecision: 32-true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->precision, Dtype::kFp32);
+  EXPECT_EQ(w->master_weights, MasterWeights::kAuto);
+  // torch.optim's own arguments inside init_args still say how the step runs.
+  w = ReadWorkload("task: finetune\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    fused: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->optimizer_step, OptimizerStep::kPerTensor);
+}
+
+TEST(WorkloadRejects, LitgptKeys) {
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"quantize: bnb.int8-training\nlora_r: 8\n", "w.yaml:1:11: quantize: an 8-bit base (LLM.int8) is not modelled"},
+           {"quantize: gptq\nlora_r: 8\n", "quantize: expected bnb.nf4, bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq"},
+           {"quantize: bnb.nf4\ndevices: 4\nlora_r: 8\n", "quantize: LitGPT trains a quantized base on one GPU only"},
+           {"train:\n  micro_batch_sise: 2\n", "unknown key 'micro_batch_sise', did you mean 'micro_batch_size'?"},
+           {"train:\n  tie_embeddings: true\n", "w.yaml:2:19: tie_embeddings: true ties the head"},
+           {"train: 4\n", "train: expected LitGPT's block of training arguments"},
+           {"micro_batch_size: 1\ntrain:\n  micro_batch_size: 2\n", "micro_batch_size: given in train: and at the top level"},
+           {"lora_r: 8\nlora_query: false\nlora_value: false\n", "every lora_* switch is off"},
+           {"lora_target: q_proj\nlora_query: true\n", "lora_query: the targets are named in lora_target already"},
+           {"precision: transformer-engine\n", "precision: Lightning's transformer-engine plugin is not modelled"},
+           {"precision: bf16-true\nmaster_weights: fp32\n", "master_weights: the precision says none already"},
+           {"task: finetune\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args: 3\n", "init_args: expected the optimizer's arguments"},
+           {"devices: 0\n", "devices"},
+       }) {
+    auto w = ReadWorkload(text);
+    ASSERT_FALSE(w.ok()) << text;
+    EXPECT_NE(w.status().message().find(message), std::string::npos) << text << " -> " << w.status().message();
+  }
+}
+
 // LLaMA-Factory checkpoints every layer unless disable_gradient_checkpointing; its name in a
 // layout says so, and a stated ac wins.
 TEST(Layout, LlamaFactoryCheckpoints) {

@@ -47,7 +47,7 @@ TEST(Layout, ParseErrors) {
   EXPECT_NE(ParseLayout("tp=eight").status().message().find("--layout tp: expected an integer >= 1, got \"eight\""),
             std::string::npos);
   EXPECT_NE(ParseLayout("zero=4").status().message().find("0, 1, 2 or 3"), std::string::npos);
-  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel, llm-foundry or fms-fsdp"),
+  EXPECT_NE(ParseLayout("framework=jax").status().message().find("deepspeed, fsdp, megatron, torchtitan, torchtune, hf, unsloth, nemo, automodel, llm-foundry, fms-fsdp or litgpt"),
             std::string::npos);
   EXPECT_NE(ParseLayout("framework=torchtun").status().message().find("did you mean 'torchtune'?"), std::string::npos);
   EXPECT_NE(ParseLayout("tp").status().message().find("expected key=value"), std::string::npos);

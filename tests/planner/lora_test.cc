@@ -85,6 +85,24 @@ TEST(LoraTargets, LlamaNamesAreRoles) {
   EXPECT_GT(AdapterParamsPerLayer(bloom, every, 0), 0);
 }
 
+// LitGPT's lora_mlp adapts every Linear of the MLP (LLaMAMLP's fc_1, fc_2 and proj; GptNeoxMLP's
+// fc and proj), and lora_head the output head, r x (hidden + vocab) outside the layers. Its
+// Llama 3.1 8B config at r 32 on query and value trains 13,631,488 adapter parameters: 32
+// layers of 32 x (4096 + 4096) + 32 x (4096 + 1024).
+TEST(LoraTargets, LitgptSwitches) {
+  const ModelSpec m = FromJson(R"({"model_type":"llama","hidden_size":4096,"intermediate_size":14336,"num_hidden_layers":32,
+    "num_attention_heads":32,"num_key_value_heads":8,"vocab_size":128256})");
+  const int64_t h = 4096, f = 14336, v = 128256;
+  EXPECT_EQ(32 * AdapterParamsPerLayer(m, Targets({"q_proj", "v_proj"}, 32), 0), 13631488);
+  EXPECT_EQ(AdapterParamsPerLayer(m, Targets({"mlp"}, 8), 0), 8 * 3 * (h + f));
+  EXPECT_EQ(HeadAdapterParams(m, Targets({"q_proj", "lm_head"}, 8)), 8 * (h + v));
+  EXPECT_EQ(HeadAdapterParams(m, Targets({"all-linear"}, 8)), 0);  // peft's all-linear leaves the head out
+  EXPECT_TRUE(CheckLoraTargets(m, Targets({"mlp", "lm_head"})).ok());
+  const ModelSpec phi2 = FromJson(R"({"model_type":"phi","hidden_size":2560,"intermediate_size":10240,"num_hidden_layers":32,
+    "num_attention_heads":32,"vocab_size":51200})");
+  EXPECT_EQ(AdapterParamsPerLayer(phi2, Targets({"mlp"}, 8), 0), 8 * 2 * (2560 + 10240));
+}
+
 // A target the model does not have used to add nothing, silently; it is refused with the names
 // the model has.
 TEST(LoraTargets, UnknownNameIsRefused) {

@@ -508,6 +508,46 @@ TEST(Recipe, OneGpuFineTuneDefaultsToHf) {
             Stack::kNative);
 }
 
+// LitGPT (framework=litgpt): one GPU runs plainly, several through Fabric's FSDP with every
+// block checkpointed; its default precision is bf16-mixed (fp32 masters), its config_hub files'
+// bf16-true pure bf16 with the adapters in bf16 and its chunked loss on bf16 logits; a 4-bit
+// base steps bitsandbytes' PagedAdamW. Its published table (config_hub/finetune/README.md):
+// llama-3.1-8b/lora.yaml on one A10G, micro-batch 1 at 512 tokens, "Peak memory 19.73 GB"
+// (max_memory_allocated).
+TEST(Recipe, LitgptDefaults) {
+  auto m = LoadModel("llama-3.1-8b");
+  ASSERT_TRUE(m.ok());
+  const Workload lora = Recipe("precision: bf16-true\nlora_r: 32\nlora_dropout: 0.05\ntrain:\n"
+                               "  global_batch_size: 8\n  micro_batch_size: 1\n  max_seq_length: 512\n");
+  const ClusterSpec a10g = OneGpu("A10G");
+  const Layout one = Resolved(*m, lora, a10g, "framework=litgpt,mbs=1");
+  EXPECT_EQ(one.ac, Recompute::kNone);
+  const TrainingRecipe r = ResolveRecipe(*m, lora, one);
+  EXPECT_TRUE(r.pure_low_precision);
+  EXPECT_EQ(r.adapter_bytes, 2);
+  EXPECT_EQ(r.loss, LossKind::kNoUpcast);
+  const MemoryEstimate e = EstimateMemory(*m, lora, one, a10g);
+  EXPECT_NEAR(static_cast<double>(e.fullest().allocated_peak) / 1e9, 19.73, 0.05 * 19.73);
+
+  const Workload full = Recipe("task: finetune\nseq_len: 512\nglobal_batch: 64\n");
+  const ClusterSpec four = Cluster("gpus_per_node: 4\ngpu: A10G\n");
+  const Layout fsdp = Resolved(*m, full, four, "framework=litgpt,mbs=4");
+  EXPECT_EQ(fsdp.ac, Recompute::kFull);
+  EXPECT_EQ(fsdp.zero, 3);
+  EXPECT_TRUE(ResolveRecipe(*m, full, fsdp).master_weights);  // bf16-mixed unless told
+  EXPECT_TRUE(Assumes(AssumedBy(*m, full, fsdp), "master_weights: fp32 (LitGPT's default precision"));
+  const Workload pretrain = Recipe("task: pretrain\nseq_len: 2048\nglobal_batch: 512\n");
+  const ClusterSpec nodes = Cluster("nodes: 2\ngpus_per_node: 8\ngpu: H100\ninter_node: {fabric: infiniband, bandwidth: 400 GB/s}\n");
+  const Layout hybrid = Resolved(*m, pretrain, nodes, "framework=litgpt,mbs=4");
+  EXPECT_EQ(hybrid.ac, Recompute::kNone);
+  EXPECT_EQ(hybrid.shard_group, 8);  // HYBRID_SHARD within a node
+
+  const Workload qlora = Recipe("precision: bf16-true\nquantize: bnb.nf4\nlora_r: 32\ntrain:\n  max_seq_length: 512\n");
+  const Layout q = Resolved(*m, qlora, a10g, "framework=litgpt,mbs=2");
+  EXPECT_TRUE(ResolveRecipe(*m, qlora, q).paged_optimizer);
+  EXPECT_EQ(q.ac, Recompute::kNone);  // no prepare_model_for_kbit_training here
+}
+
 // Chunked loss (torchtune CEWithChunkedOutputLoss) and fused linear cross-entropy shrink the
 // loss's transients: standard 10 B per token per logit in forward (bf16 logits, fp32 upcast,
 // saved log-softmax), chunked 2 + 4 + 4/8, fused one chunk of b*s*h/V tokens.
