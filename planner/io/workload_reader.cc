@@ -888,6 +888,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   if (root["bf16_layers"].IsDefined()) SP_RETURN_IF_ERROR(ReadBf16Layers(doc, root["bf16_layers"], w));
   if (root["inference"].IsDefined()) SP_RETURN_IF_ERROR(ReadInference(doc, root["inference"], w.inference, w.assumed));
   if (w.task == Task::kQlora) w.inference.weights = Dtype::kNf4;
+  if (!name) w.name = std::string(TaskName(w.task));  // a trainer's file names no workload
   return w;
 }
 
