@@ -47,7 +47,7 @@ void HostAndNvme(const MemoryContext& ctx, const StageShape& s, MemoryEstimate& 
   // offloads its sharded fp32 parameters, which are the master copy already counted.
   const bool fsdp_master = (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan) &&
                            ctx.r.master_weights && !pure && !ctx.w.lora_like();
-  const double param_bytes = ctx.w.task == Task::kQlora ? QuantizedBytesPerParam(Dtype::kNf4)
+  const double param_bytes = ctx.w.task == Task::kQlora ? Nf4BaseBytes(ctx.w)
                              : fsdp_master                 ? 0
                                                            : (ctx.w.precision == Dtype::kFp32 ? 4 : 2);
   double host = 0, nvme = 0;
@@ -273,6 +273,7 @@ void AddVisionEncoder(const MemoryContext& ctx, const StageShape& s, std::vector
 MemoryEstimate EstimateMemory(const ModelSpec& m, const Workload& w, const Layout& l, const ClusterSpec& c,
                               const MemoryOptions& opt) {
   if (TorchtitanMixedPrecisionOff(w, l)) return EstimateMemory(m, WorkloadAsRun(w, l), l, c, opt);
+  if (HeadUntiedAsRun(m, w, l)) return EstimateMemory(ModelAsRun(m, w, l), w, l, c, opt);
   MemoryContext ctx{m, w, l, c, ResolveRecipe(m, w, l)};
   MemoryEstimate e;
   e.inference = !w.training();

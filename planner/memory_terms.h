@@ -53,6 +53,11 @@ bool LoraLayerCacheKept(const MemoryContext& ctx);
 // Working-weight bytes per element in training (what the forward reads): fp32 runs 4, every
 // lower precision keeps 16-bit weights (fp8 quantizes on the fly).
 inline double WeightBytes(const Workload& w) { return w.precision == Dtype::kFp32 ? 4 : 2; }
+// Bytes of a QLoRA base weight: NF4 with double-quantized block scales unless the workload
+// turns that off, which keeps an fp32 absmax per block of 64.
+inline double Nf4BaseBytes(const Workload& w) {
+  return w.double_quant == Setting::kOff ? 0.5 + 4.0 / 64 : QuantizedBytesPerParam(Dtype::kNf4);
+}
 // Bytes of a trained parameter or its gradient as the optimizer sees it: fp32 under mixed
 // precision, the working dtype when training is pure low precision.
 inline double TrainedBytes(const TrainingRecipe& r, const Workload& w) {

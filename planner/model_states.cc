@@ -392,20 +392,32 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   const double root = static_cast<double>(s.root_params) / (shard ? DenseShardDegree(l) : 1);
   const bool base_offloaded = shard && l.offload_params != Offload::kNone;
   if (qlora) {
+    // A quantized head (LitGPT) is NF4 with the layers; the embeddings stay 16-bit.
+    const double vocab_by_hidden = static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp;
+    const double head = ctx.r.quantized_head && s.last && !ctx.m.tied_embeddings
+                            ? vocab_by_hidden / (shard ? DenseShardDegree(l) : 1)
+                            : 0;
     if (!base_offloaded)  // else the 4-bit base lives in host memory (FSDP cpu_offload, PEFT's QLoRA + FSDP recipe)
       Add(out, "frozen_base_weights",
-          QuantizedBytesPerParam(Dtype::kNf4) * (base - root) + (ctx.r.kbit_fp32_embeddings ? 4 : 2) * root, Phase::kSetup,
-          Phase::kStep,
-          (std::string("NF4 base, block 64 + double-quant scales (memory-model.md 5.1); embeddings and head ") +
-              (ctx.r.kbit_fp32_embeddings ? "fp32 (prepare_model_for_kbit_training)" : "bf16"))
+          Nf4BaseBytes(ctx.w) * (base - root + head) + (ctx.r.kbit_fp32_embeddings ? 4 : 2) * (root - head),
+          Phase::kSetup, Phase::kStep,
+          (std::string("NF4 base, block 64 + double-quant scales (memory-model.md 5.1); ") +
+              (head > 0                           ? "head NF4 too, embeddings bf16"
+               : ctx.r.kbit_fp32_embeddings      ? "embeddings and head fp32 (prepare_model_for_kbit_training)"
+                                                 : "embeddings and head bf16"))
               .c_str());
     // The fp32 head under fp16 autocast: the matmul's fp16 cast of the weight is what its
     // input gradient reads, so it lives from the loss's forward to its backward.
     if (ctx.r.kbit_fp32_embeddings && s.last && !base_offloaded)
       Add(out, "head_autocast_copy", 2.0 * static_cast<double>(ctx.m.vocab) * static_cast<double>(ctx.m.hidden) / l.tp,
           Phase::kLoss, Phase::kLossBackward, "fp16 autocast copy of the fp32 head, saved for the logits' input gradient");
-    Add(out, "dequantized_weight", 2.0 * static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp,
-        Phase::kForward, Phase::kBackward, "bitsandbytes dequantizes one weight to bf16 per matmul");
+    // The largest weight bitsandbytes dequantizes: an MLP projection, or a quantized head,
+    // which LitGPT runs per 128-token chunk, dequantizing it whole each time.
+    const double layer_weight = static_cast<double>(ctx.m.hidden) * std::max(ctx.m.intermediate, ctx.m.hidden) / l.tp;
+    const double dequantized = 2.0 * std::max(layer_weight, head > 0 ? vocab_by_hidden : 0.0);
+    Add(out, "dequantized_weight", dequantized, Phase::kForward, Phase::kBackward,
+        head > 0 ? "bitsandbytes dequantizes one weight to bf16 per matmul, the head's the largest"
+                 : "bitsandbytes dequantizes one weight to bf16 per matmul");
   } else if (!base_offloaded) {
     Add(out, "frozen_base_weights", (ctx.r.frozen_base_fp32 ? 4 : WeightBytes(ctx.w)) * base, Phase::kSetup, Phase::kStep,
         ctx.r.frozen_base_fp32 ? "frozen fp32 base weights (cast to bf16 per matmul under autocast)" : "frozen bf16 base weights");
@@ -414,7 +426,7 @@ void LoraStates(const MemoryContext& ctx, const StageShape& s, const States& st,
   // ZeRO-3 stores the NF4 blocks in bnb_4bit_quant_storage so they flatten and gather;
   // torchtune's NF4 tensors are FSDP2 shards).
   const double gathered_unit =
-      (qlora ? QuantizedBytesPerParam(Dtype::kNf4) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params);
+      (qlora ? Nf4BaseBytes(ctx.w) : WeightBytes(ctx.w)) * static_cast<double>(s.layer_params);
   if (shard)
     Add(out, "gathered_units_forward", 3.0 * gathered_unit, Phase::kForward, Phase::kBackward,
         "FSDP unit all-gather and prefetch of the frozen base");

@@ -156,6 +156,16 @@ bool MegatronBridgeSyncFreeMoe(const ModelSpec& m, const Workload& w, const Layo
          ReleaseAtLeast(w, defaults::kMegatronBridgeSyncFreeMoe);
 }
 
+bool HeadUntiedAsRun(const ModelSpec& m, const Workload& w, const Layout& l) {
+  return w.training() && m.tied_embeddings && l.stack == Stack::kLitgpt;
+}
+
+ModelSpec ModelAsRun(const ModelSpec& m, const Workload& w, const Layout& l) {
+  ModelSpec run = m;
+  if (HeadUntiedAsRun(m, w, l)) run.tied_embeddings = false;
+  return run;
+}
+
 Workload WorkloadAsRun(const Workload& w, const Layout& l) {
   Workload run = w;
   if (TorchtitanMixedPrecisionOff(w, l)) run.precision = Dtype::kFp32;
@@ -196,6 +206,12 @@ TrainingRecipe ResolveRecipe(const ModelSpec& m, const Workload& w, const Layout
   // peft upcasts adapters to fp32 (autocast_adapter_dtype=True); torchtune and LitGPT keep
   // them in the model's dtype.
   r.adapter_bytes = r.pure_low_precision && (l.stack == Stack::kTorchtune || l.stack == Stack::kLitgpt) ? 2 : 4;
+  if (HeadUntiedAsRun(m, w, l))
+    assume("head: untied (LitGPT's GPT keeps lm_head apart from the token embeddings; its converter copies this tied "
+           "model's embeddings into it)");
+  // Fabric's BitsandbytesPrecision, which LitGPT builds with no ignore_modules, quantizes the
+  // head with the layers' Linears.
+  r.quantized_head = l.stack == Stack::kLitgpt && w.task == Task::kQlora;
   // LitGPT's bf16-mixed keeps the whole model in fp32, the frozen base of a LoRA run too.
   r.frozen_base_fp32 = l.stack == Stack::kLitgpt && w.lora_like() && r.master_weights;
 

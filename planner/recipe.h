@@ -24,6 +24,8 @@ struct TrainingRecipe {
   bool compile = false;              // torch.compile of the blocks
   bool flash_attention = true;       // fused attention; false: the s x s softmax is saved
   double adapter_bytes = 4;          // bytes per LoRA adapter element (peft upcasts to fp32)
+  bool quantized_head = false;       // a 4-bit base quantizes the output head too (LitGPT's
+                                     // BitsandbytesPrecision replaces every Linear)
   bool frozen_base_fp32 = false;     // a LoRA run's frozen base stays fp32 (LitGPT's bf16-mixed)
   double main_grad_bytes = 4;        // Megatron's main-grad buffer and its reduction, per element
   bool deepspeed_foreach_step = false;  // DeepSpeed steps a torch foreach AdamW on its fp32 partition
@@ -150,6 +152,12 @@ bool MegatronBridgeSyncFreeMoe(const ModelSpec& m, const Workload& w, const Layo
 // TorchtitanMixedPrecisionOff. The memory and time models and the validator's collective
 // sizes all price this one; plans and emitted configs keep what the user stated.
 Workload WorkloadAsRun(const Workload& w, const Layout& l);
+
+// LitGPT's GPT keeps its output head apart from the token embeddings (litgpt/model.py:
+// lm_head and transformer.wte), and its checkpoint converters copy a tied model's embeddings
+// into the head: a model whose config ties them trains with both under LitGPT.
+bool HeadUntiedAsRun(const ModelSpec& m, const Workload& w, const Layout& l);
+ModelSpec ModelAsRun(const ModelSpec& m, const Workload& w, const Layout& l);
 
 // `assumed` (may be null: the search's hot path) gets "key: value (why)" for every default
 // taken from the framework rather than the workload.

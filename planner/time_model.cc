@@ -261,7 +261,7 @@ double DequantSeconds(const Ctx& x) {
   const ModelSpec& m = x.m;
   const double head = static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   const double per_layer = (MatmulParamsPerToken(m) - head) / static_cast<double>(m.layers) / x.tp;
-  return MemSeconds(x.hw, per_layer * (QuantizedBytesPerParam(Dtype::kNf4) + 2));
+  return MemSeconds(x.hw, per_layer * (Nf4BaseBytes(x.w) + 2));
 }
 
 // LoRA's adapters as peft and torchtune run them, eager modules beside each adapted Linear:
@@ -764,6 +764,7 @@ TimeEstimate EstimateTime(const ModelSpec& m, const Workload& w, const Layout& l
                           const TimeOptions& opt) {
   if (!w.training()) return EstimateInferenceTime(m, w, l, c, opt);
   if (TorchtitanMixedPrecisionOff(w, l)) return EstimateTime(m, WorkloadAsRun(w, l), l, c, opt);
+  if (HeadUntiedAsRun(m, w, l)) return EstimateTime(ModelAsRun(m, w, l), w, l, c, opt);
   TimeEstimate out;
   if (m.layers <= 0 || m.hidden <= 0 || w.seq_len <= 0) return out;
   const Dtype prec = w.precision;

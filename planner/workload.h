@@ -170,6 +170,11 @@ struct Workload {
   // LitGPT's devices x num_nodes: the GPUs its data parallelism runs on, which may be fewer
   // than the cluster has; 0 = not stated (all of them).
   int64_t devices = 0;
+  // bitsandbytes' double quantization of a 4-bit base's block scales (bnb_4bit_use_double_quant,
+  // LLaMA-Factory's double_quantization, LitGPT's bnb.nf4-dq): off keeps one fp32 absmax per
+  // 64 weights (0.5625 B a weight), on quantizes those too (0.516). kAuto: on, as the QLoRA
+  // recipes set it.
+  Setting double_quant = Setting::kAuto;
   // What reading a trainer's file assumed, and the arguments it read past (learning rate,
   // logging, paths) as having no bearing on memory or step time; said with the answer, not
   // written back to a plan.

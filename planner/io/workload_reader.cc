@@ -246,6 +246,7 @@ Status ReadRecipe(const Document& doc, const YAML::Node& root, Workload& w) {
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "overlap_comm", &w.overlap_comm));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "flash_attention", &w.flash_attention));
   SP_RETURN_IF_ERROR(ReadSetting(doc, root, "kbit_prepare", &w.kbit_prepare));
+  SP_RETURN_IF_ERROR(ReadSetting(doc, root, "double_quant", &w.double_quant));
   SP_ASSIGN_OR_RETURN(std::optional<bool> fake_gate, doc.Bool(root, "fake_balanced_gate"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> forced, doc.Bool(root, "force_load_balancing"));
   if (fake_gate && *fake_gate && forced && *forced)
@@ -485,6 +486,13 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     if (q != "bnb.nf4" && q != "bnb.nf4-dq" && q != "bnb.fp4" && q != "bnb.fp4-dq")
       return doc.ErrorAt(root["quantize"], "quantize: expected bnb.nf4, bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq (LitGPT's "
                                            "4-bit bases), got \"" + *quantize + "\"");
+    // Fabric's _NF4Linear and _FP4Linear keep fp32 block scales (compress_statistics=False);
+    // the -dq forms quantize them.
+    const Setting dq = q.ends_with("-dq") ? Setting::kOn : Setting::kOff;
+    if (w.double_quant != Setting::kAuto && w.double_quant != dq)
+      return doc.ErrorAt(root["quantize"], "quantize: " + *quantize + " says double quantization " +
+                                           (dq == Setting::kOn ? "on" : "off") + ", but double_quant says otherwise");
+    w.double_quant = dq;
   }
   SP_ASSIGN_OR_RETURN(std::optional<bool> in4, doc.Bool(root, "load_in_4bit"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(root, "load_in_8bit"));
@@ -772,6 +780,7 @@ static const Document::Synonyms kWorkloadSynonyms = {
     {"activation_checkpointing", "gradient_checkpointing"},                 {"lora_r", "lora_rank"},
     {"lora_target_modules", "lora_target"},             {"enable_liger_kernel", "use_liger_kernel"},
     {"flash_attn", "attn_implementation"},              {"sample_packing", "packing"},
+    {"bnb_4bit_use_double_quant", "double_quant"},      {"double_quantization", "double_quant"},
     // A serving engine's own config, as `vllm serve --config` and SGLang's server arguments
     // take it (dashes or underscores): ReadServingConfig.
     {"max-model-len", "max_model_len"},                 {"gpu-memory-utilization", "gpu_memory_utilization"},
@@ -800,7 +809,7 @@ static const std::vector<std::string_view> kReadPast = {
     "dataset_text_field", "dataset_prepared_path", "eval_dataset", "val_size", "val_set_size", "max_samples",
     "overwrite_cache", "preprocessing_num_workers", "plot_loss", "train_on_inputs", "special_tokens", "wandb_project",
     "wandb_entity", "wandb_name", "wandb_watch", "wandb_log_model", "use_rslora", "lora_task_type",
-    "double_quantization", "bnb_4bit_use_double_quant", "bnb_4bit_quant_type", "quantization_type", "strict",
+    "bnb_4bit_quant_type", "quantization_type", "strict",
     "early_stopping_patience", "local_rank", "debug",
     // a serving engine's config: the endpoint, logging, the chat front end
     "model", "served_model_name", "served-model-name", "host", "port", "api_key", "api-key", "tokenizer", "revision",
@@ -823,7 +832,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "grad_reduce_in_fp32", "overlap_comm", "flash_attention", "release",
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
                                             "fp8_all_gather", "bf16_layers", "custom_sharded_layers", "kbit_prepare",
-                                            "fake_balanced_gate", "force_load_balancing",
+                                            "fake_balanced_gate", "force_load_balancing", "double_quant",
                                             // a trainer's own arguments (ReadTrainerArguments)
                                             "micro_batch", "grad_accum", "gradient_checkpointing", "bf16", "fp16",
                                             "finetuning_type", "stage", "adapter", "use_peft", "quantization_bit",
@@ -931,6 +940,7 @@ std::string WorkloadToYaml(const Workload& w, int indent) {
     out += p + "bf16_layers: {start: " + std::to_string(w.bf16_layers_start) + ", end: " + std::to_string(w.bf16_layers_end) + "}\n";
   if (w.compile != Setting::kAuto) out += p + "compile: " + std::string(SettingName(w.compile)) + "\n";
   if (w.kbit_prepare != Setting::kAuto) out += p + "kbit_prepare: " + std::string(SettingName(w.kbit_prepare)) + "\n";
+  if (w.double_quant != Setting::kAuto) out += p + "double_quant: " + std::string(SettingName(w.double_quant)) + "\n";
   if (w.moe_routing == MoeRouting::kDealt) out += p + "fake_balanced_gate: true\n";
   if (w.moe_routing == MoeRouting::kRandom) out += p + "force_load_balancing: true\n";
   if (w.flash_attention != Setting::kAuto) out += p + "flash_attention: " + std::string(SettingName(w.flash_attention)) + "\n";

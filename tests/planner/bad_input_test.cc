@@ -1471,6 +1471,13 @@ TEST(Workload, LitgptConfigAsItIs) {
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->precision, Dtype::kFp32);
   EXPECT_EQ(w->master_weights, MasterWeights::kAuto);
+  // Double quantization of a 4-bit base's scales, as HF and LLaMA-Factory name it.
+  w = ReadWorkload("load_in_4bit: true\nadapter: qlora\nbnb_4bit_use_double_quant: false\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->double_quant, Setting::kOff);
+  w = ReadWorkload("stage: sft\nfinetuning_type: lora\nquantization_bit: 4\ndouble_quantization: true\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->double_quant, Setting::kOn);
   // torch.optim's own arguments inside init_args still say how the step runs.
   w = ReadWorkload("task: finetune\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    fused: true\n");
   ASSERT_TRUE(w.ok()) << w.status().message();
@@ -1492,6 +1499,7 @@ TEST(WorkloadRejects, LitgptKeys) {
            {"precision: bf16-true\nmaster_weights: fp32\n", "master_weights: the precision says none already"},
            {"task: finetune\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args: 3\n", "init_args: expected the optimizer's arguments"},
            {"devices: 0\n", "devices"},
+           {"double_quant: true\nquantize: bnb.nf4\nlora_r: 8\n", "quantize: bnb.nf4 says double quantization off"},
        }) {
     auto w = ReadWorkload(text);
     ASSERT_FALSE(w.ok()) << text;

@@ -548,6 +548,29 @@ TEST(Recipe, LitgptDefaults) {
   EXPECT_EQ(q.ac, Recompute::kNone);  // no prepare_model_for_kbit_training here
 }
 
+// LitGPT's GPT keeps lm_head apart from wte, so a tied model (Llama 3.2 3B: 128,256 x 3,072)
+// trains with both: its frozen bf16 base holds the head's 394 M weights more than under HF.
+// Its bnb.nf4 base keeps an fp32 absmax per 64 weights (Fabric's _NF4Linear,
+// compress_statistics=False), 0.5625 B a weight, the head quantized with the layers.
+TEST(Recipe, LitgptUntiesTheHeadAndQuantizesIt) {
+  const ModelSpec m = Model(kLlama32_3b);
+  const int64_t n = CountParams(m).total, head = 128256LL * 3072;
+  const ClusterSpec a10g = OneGpu("A10G");
+  const Workload lora = Recipe("precision: bf16-true\nlora_r: 32\ntrain:\n  micro_batch_size: 1\n  max_seq_length: 512\n");
+  EXPECT_EQ(Term(Estimate(m, lora, a10g, "framework=hf,mbs=1"), "frozen_base_weights"), 2 * n);
+  EXPECT_EQ(Term(Estimate(m, lora, a10g, "framework=litgpt,mbs=1"), "frozen_base_weights"), 2 * (n + head));
+  EXPECT_TRUE(Assumes(AssumedBy(m, lora, Resolved(m, lora, a10g, "framework=litgpt,mbs=1")), "head: untied (LitGPT"));
+
+  const Workload qlora = Recipe("precision: bf16-true\nquantize: bnb.nf4\nlora_r: 32\ntrain:\n  micro_batch_size: 2\n"
+                                "  max_seq_length: 512\n");
+  EXPECT_EQ(qlora.double_quant, Setting::kOff);
+  const int64_t embeddings = head, norm = 3072, layers = n - embeddings - norm;
+  EXPECT_NEAR(static_cast<double>(Term(Estimate(m, qlora, a10g, "framework=litgpt,mbs=2"), "frozen_base_weights")),
+              0.5625 * static_cast<double>(layers + head) + 2.0 * static_cast<double>(embeddings + norm), 2.0);
+  // Double-quantized (bnb.nf4-dq, and the QLoRA recipes' default): 0.5 + 1/64 + 4/16384.
+  EXPECT_EQ(Recipe("precision: bf16-true\nquantize: bnb.nf4-dq\nlora_r: 8\n").double_quant, Setting::kOn);
+}
+
 // Chunked loss (torchtune CEWithChunkedOutputLoss) and fused linear cross-entropy shrink the
 // loss's transients: standard 10 B per token per logit in forward (bf16 logits, fp32 upcast,
 // saved log-softmax), chunked 2 + 4 + 4/8, fused one chunk of b*s*h/V tokens.
