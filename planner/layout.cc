@@ -495,6 +495,102 @@ bool ParseShardingStrategy(std::string value, int* zero, bool* hybrid) {
   return false;
 }
 
+// Phrases a write-up gives a layout in, from words[i] on: joining words ("with", "and"),
+// a parallelism spelled out ("tensor parallel 8"), recomputation ("activation checkpointing",
+// "selective recomputation", "no AC"), offload ("CPU offload", "offload optimizer and params",
+// "NVMe offload") and FSDP's sharding strategies ("full shard", FULL_SHARD). Appends the
+// key=value items they mean to `out` and returns how many words they took; 0 when words[i]
+// starts none of them. Offload with no part named is `offload=`, which ParseLayout gives the
+// part the framework offloads.
+size_t ExpandPhrase(const std::vector<std::string>& words, size_t i, std::vector<std::string>& out) {
+  auto at = [&](size_t j) { return j < words.size() && words[j].find('=') == std::string::npos ? Lower(words[j]) : std::string(); };
+  auto one_of = [](const std::string& w, std::initializer_list<std::string_view> options) {
+    return std::find(options.begin(), options.end(), w) != options.end();
+  };
+  auto digits = [](const std::string& v) {
+    return !v.empty() && v.size() <= 7 && std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c); });
+  };
+  const std::string w = at(i);
+  if (one_of(w, {"with", "and", "&", "plus", "on", "using"})) return 1;
+  // "tensor parallel 8", "pipeline-parallel size 4", "expert parallelism 8"
+  static const std::pair<std::string_view, std::string_view> kAxes[] = {
+      {"tensor", "tp"}, {"pipeline", "pp"}, {"data", "dp"}, {"context", "cp"}, {"expert", "ep"}, {"virtual", "vpp"}};
+  for (const auto& [axis, key] : kAxes) {
+    size_t j = i;
+    if (w == axis && one_of(at(i + 1), {"parallel", "parallelism"})) j = i + 2;
+    else if (w == std::string(axis) + "-parallel" || w == std::string(axis) + "_parallel" ||
+             w == std::string(axis) + "-parallelism")
+      j = i + 1;
+    else
+      continue;
+    if (one_of(at(j), {"size", "degree", "of"})) ++j;
+    if (!digits(at(j))) return 0;
+    out.push_back(std::string(key) + "=" + at(j));
+    return j - i + 1;
+  }
+  // Recomputation.
+  static const std::initializer_list<std::string_view> kRecompute = {
+      "checkpointing", "checkpoint", "recomputation", "recompute", "ac", "remat", "rematerialization"};
+  if (one_of(w, {"activation", "activations", "gradient", "full"}) && one_of(at(i + 1), kRecompute)) {
+    out.push_back("ac=full");
+    return 2;
+  }
+  if (one_of(w, {"selective"}) && one_of(at(i + 1), kRecompute)) {
+    out.push_back("ac=selective");
+    return 2;
+  }
+  if (w == "no" && one_of(at(i + 1), kRecompute)) {
+    out.push_back("ac=none");
+    return 2;
+  }
+  if (one_of(w, {"recomputation", "checkpointing", "activation-checkpointing", "gradient-checkpointing"})) {
+    out.push_back("ac=full");
+    return 1;
+  }
+  if (w == "sac") {
+    out.push_back("ac=selective");
+    return 1;
+  }
+  // FSDP's sharding strategies in words.
+  if (w == "full" && at(i + 1) == "shard") return out.push_back("sharding_strategy=FULL_SHARD"), 2;
+  if (w == "shard" && at(i + 1) == "grad" && at(i + 2) == "op") return out.push_back("sharding_strategy=SHARD_GRAD_OP"), 3;
+  if (w == "hybrid" && at(i + 1) == "shard") return out.push_back("sharding_strategy=HYBRID_SHARD"), 2;
+  if (w == "no" && at(i + 1) == "shard") return out.push_back("sharding_strategy=NO_SHARD"), 2;
+  for (const char* strategy : {"full_shard", "shard_grad_op", "no_shard", "hybrid_shard"})
+    if (w == strategy) return out.push_back("sharding_strategy=" + w), 1;
+  // Offload: the device before or after ("CPU offload", "offload to NVMe"), the part after or
+  // before ("offload optimizer", "parameter offload"), several parts joined by "and".
+  static const std::initializer_list<std::string_view> kOptimizer = {"optimizer", "optim", "optimizer-states", "opt"};
+  static const std::initializer_list<std::string_view> kParams = {"param", "params", "parameters", "parameter", "weights"};
+  size_t j = i;
+  std::string device = "cpu";
+  bool optimizer = false, params = false;
+  if (one_of(at(j), {"cpu", "nvme"})) device = at(j++);
+  if (one_of(at(j), kOptimizer) && one_of(at(j + 1), {"offload", "offloading"})) optimizer = true, ++j;
+  else if (one_of(at(j), kParams) && one_of(at(j + 1), {"offload", "offloading"})) params = true, ++j;
+  if (one_of(at(j), {"cpu-offload", "cpu_offload", "nvme-offload", "zero-offload"})) {
+    if (at(j).starts_with("nvme")) device = "nvme";
+    ++j;
+  } else if (one_of(at(j), {"offload", "offloading"})) {
+    ++j;
+  } else {
+    return 0;
+  }
+  for (bool more = true; more;) {
+    more = false;
+    if (one_of(at(j), kOptimizer)) optimizer = true, ++j, more = true;
+    if (one_of(at(j), kParams)) params = true, ++j, more = true;
+    if (one_of(at(j), {"states"})) ++j, more = true;
+    if (more && at(j) == "and" && (one_of(at(j + 1), kOptimizer) || one_of(at(j + 1), kParams))) ++j;
+  }
+  if (at(j) == "to" && one_of(at(j + 1), {"cpu", "nvme"})) device = at(j + 1), j += 2;
+  else if (one_of(at(j), {"cpu", "nvme"})) device = at(j++);
+  if (optimizer) out.push_back("offload_optimizer=" + device);
+  if (params) out.push_back("offload_params=" + device);
+  if (!optimizer && !params) out.push_back("offload=" + device);
+  return j - i;
+}
+
 // Layout words as tables and write-ups give them, with no '=': a framework's name
 // ("deepspeed", "FSDP2", "torchtitan"), a ZeRO stage ("ZeRO-3", "zero2": DeepSpeed's words, so
 // DeepSpeed unless a framework is named), DDP (no sharding), HSDP, a degree run into its key
@@ -525,6 +621,10 @@ std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
         b = i + 1;
       }
   }
+  // Parentheses are prose around a layout ("FSDP (full shard)"): the words inside count.
+  for (std::string& w : words)
+    if (w.find('=') == std::string::npos) w.erase(std::remove_if(w.begin(), w.end(), [](char c) { return c == '(' || c == ')'; }), w.end());
+  words.erase(std::remove_if(words.begin(), words.end(), [](const std::string& w) { return w.empty(); }), words.end());
   std::vector<std::string> out;
   bool zero_word = false;  // "ZeRO-3" as a word: DeepSpeed's name for its stages
   for (size_t i = 0; i < words.size(); ++i) {
@@ -534,6 +634,10 @@ std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
       continue;
     }
     const std::string v = Lower(w);
+    if (const size_t used = ExpandPhrase(words, i, out); used > 0) {
+      i += used - 1;
+      continue;
+    }
     // "TP 8": a degree's key, then its value.
     if (const std::string key = degree_key(v); !key.empty() && i + 1 < words.size() && digits(words[i + 1])) {
       out.push_back(key + "=" + words[++i]);
@@ -550,7 +654,9 @@ std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
         zero_word = true;
         continue;
       }
-      if (!degree_key(key).empty() && key != "fsdp") {
+      // "FSDP8" is an FSDP degree; FSDP1 and FSDP2 are its versions, framework names.
+      const std::string n = v.substr(d);
+      if (!degree_key(key).empty() && (key != "fsdp" || (n != "1" && n != "2"))) {
         out.push_back(key + "=" + v.substr(d));
         continue;
       }
@@ -598,6 +704,8 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
   // Megatron's recompute method (uniform or block) and its layer count.
   std::string recompute_method, recompute_items;
   int recompute_layers = 0;
+  // Offload with no part named, and what it offloads once the framework is known.
+  std::string offload_device, offload_item;
   // Items are separated by commas or by spaces ("tp=8 pp=2", as tables and commands write
   // them); a space beside '=' or ',' belongs to its item, which errors quote as written.
   std::vector<std::string> raw_items;
@@ -639,6 +747,14 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
       mesh_items += (mesh_items.empty() ? "" : "\", \"") + item;  // each quoted as written
+      continue;
+    }
+    if (key == "offload") {  // offload with no part named: ExpandPhrase's, or offload=cpu
+      const std::string device = Lower(value);
+      if (device != "cpu" && device != "nvme" && device != "none")
+        return quoted(Bad(key, "cpu, nvme or none (or name the part: offload_optimizer, offload_params)", value));
+      offload_device = device;
+      offload_item = item;
       continue;
     }
     if (key == "sharding_strategy") {
@@ -701,6 +817,22 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       l.zero = dp_shard == 1 ? 0 : 3;
       zero_set = true;
       l.fixed |= kKeyZero;
+    }
+  }
+  if (!offload_item.empty() && !(l.fixed & (kKeyOffloadOptimizer | kKeyOffloadParams))) {
+    // The part each framework offloads when told to offload: DeepSpeed's ZeRO-3 offloads its
+    // parameters and optimizer ("ZeRO-3 offload", ZeRO-Infinity), its stages 1-2 the optimizer
+    // (ZeRO-Offload); FSDP's CPUOffload the parameters (and the optimizer step with them);
+    // Megatron its optimizer (--optimizer-cpu-offload).
+    const bool fsdp = (l.fixed & kKeyFramework) && (l.framework == Framework::kFsdp || l.framework == Framework::kTorchtitan);
+    const bool zero3 = (l.fixed & kKeyFramework) && l.framework == Framework::kDeepSpeed && zero_set && l.zero == 3;
+    const std::vector<std::string> parts = fsdp    ? std::vector<std::string>{"offload_params"}
+                                           : zero3 ? std::vector<std::string>{"offload_optimizer", "offload_params"}
+                                                   : std::vector<std::string>{"offload_optimizer"};
+    for (const std::string& part : parts) {
+      SP_RETURN_IF_ERROR(SetKey(l, part, offload_device));
+      l.fixed |= part == "offload_params" ? kKeyOffloadParams : kKeyOffloadOptimizer;
+      items[part] = offload_item;
     }
   }
   if (!strategy_item.empty()) {

@@ -75,6 +75,21 @@ TEST(Layout, WordsAsSourcesWriteThem) {
   same("DDP", "zero=0");
   same("HSDP", "sharding_strategy=HYBRID_SHARD");
   same("tp=8, SP", "tp=8,sp=on");
+  // Phrases: parallelism spelled out, recomputation, offload by framework, FSDP's strategies.
+  same("tensor parallel 8, pipeline-parallel size 4", "tp=8,pp=4");
+  same("FSDP (full shard)", "framework=fsdp,sharding_strategy=FULL_SHARD");
+  same("SHARD_GRAD_OP", "sharding_strategy=SHARD_GRAD_OP");
+  same("FSDP + activation checkpointing", "framework=fsdp,ac=full");
+  same("Megatron TP 2, selective recomputation", "framework=megatron,tp=2,ac=selective");
+  same("FSDP2 no AC", "framework=fsdp2,ac=none");
+  same("torchtitan FSDP8 TP2", "framework=torchtitan,fsdp=8,tp=2");
+  same("ZeRO-3 offload", "framework=deepspeed,zero=3,offload_optimizer=cpu,offload_params=cpu");  // ZeRO-Infinity
+  same("DeepSpeed ZeRO-2 with CPU offload", "framework=deepspeed,zero=2,offload_optimizer=cpu");  // ZeRO-Offload
+  same("FSDP with CPU offload", "framework=fsdp,offload_params=cpu");                           // CPUOffload
+  same("ZeRO-3, offload optimizer to NVMe", "framework=deepspeed,zero=3,offload_optimizer=nvme");
+  same("ZeRO-3 + offload param and optimizer", "framework=deepspeed,zero=3,offload_params=cpu,offload_optimizer=cpu");
+  same("framework=deepspeed,zero=2,offload=cpu", "framework=deepspeed,zero=2,offload_optimizer=cpu");
+  EXPECT_FALSE(ParseLayout("offload=gpu").ok());
   auto bad = ParseLayout("3D: TP8");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("expected key=value (or a framework's name, ZeRO-3, TP8, ...), got \"3D:\""),
