@@ -591,13 +591,19 @@ size_t ExpandPhrase(const std::vector<std::string>& words, size_t i, std::vector
   return j - i;
 }
 
+// An item of the layout as ParseLayout reads it, and the words it came from, which errors
+// quote ("dp4" for dp=4).
+struct ExpandedItem {
+  std::string item, written;
+};
+
 // Layout words as tables and write-ups give them, with no '=': a framework's name
 // ("deepspeed", "FSDP2", "torchtitan"), a ZeRO stage ("ZeRO-3", "zero2": DeepSpeed's words, so
 // DeepSpeed unless a framework is named), DDP (no sharding), HSDP, a degree run into its key
 // ("TP8", "pp4", "VPP2") or beside it ("TP 8"), several joined by '/' or '+' ("TP8/PP4",
 // "FSDP2 + TP8"). Each becomes the key=value it means; a word that means none stays as
 // written, for the error.
-std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
+std::vector<ExpandedItem> ExpandBareItems(const std::vector<std::string>& raw) {
   static const char* const kDegrees[] = {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "vp", "mbs", "fsdp"};
   auto degree_key = [](const std::string& w) -> std::string {
     for (const char* k : kDegrees)
@@ -621,26 +627,43 @@ std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
         b = i + 1;
       }
   }
-  // Parentheses are prose around a layout ("FSDP (full shard)"): the words inside count.
-  for (std::string& w : words)
-    if (w.find('=') == std::string::npos) w.erase(std::remove_if(w.begin(), w.end(), [](char c) { return c == '(' || c == ')'; }), w.end());
-  words.erase(std::remove_if(words.begin(), words.end(), [](const std::string& w) { return w.empty(); }), words.end());
-  std::vector<std::string> out;
-  bool zero_word = false;  // "ZeRO-3" as a word: DeepSpeed's name for its stages
+  // Parentheses are prose around a layout ("FSDP (full shard)"): the words inside count, and
+  // errors quote each word as written.
+  std::vector<std::string> written;
+  {
+    std::vector<std::string> kept;
+    for (const std::string& w : words) {
+      std::string bare = w;
+      if (w.find('=') == std::string::npos)
+        bare.erase(std::remove_if(bare.begin(), bare.end(), [](char c) { return c == '(' || c == ')'; }), bare.end());
+      if (bare.empty()) continue;
+      kept.push_back(bare);
+      written.push_back(w);
+    }
+    words = std::move(kept);
+  }
+  std::vector<ExpandedItem> out;
+  std::string zero_word;  // "ZeRO-3" as a word: DeepSpeed's name for its stages
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string& w = words[i];
+    auto emit = [&](std::string item) { out.push_back({std::move(item), written[i]}); };
     if (w.find('=') != std::string::npos) {
-      out.push_back(w);
+      emit(w);
       continue;
     }
     const std::string v = Lower(w);
-    if (const size_t used = ExpandPhrase(words, i, out); used > 0) {
+    std::vector<std::string> phrase;
+    if (const size_t used = ExpandPhrase(words, i, phrase); used > 0) {
+      std::string as_written;
+      for (size_t j = i; j < i + used; ++j) as_written += (j > i ? " " : "") + written[j];
+      for (std::string& item : phrase) out.push_back({std::move(item), as_written});
       i += used - 1;
       continue;
     }
     // "TP 8": a degree's key, then its value.
     if (const std::string key = degree_key(v); !key.empty() && i + 1 < words.size() && digits(words[i + 1])) {
-      out.push_back(key + "=" + words[++i]);
+      out.push_back({key + "=" + words[i + 1], written[i] + " " + written[i + 1]});
+      ++i;
       continue;
     }
     // "TP8", "pp4": the value run into the key.
@@ -650,40 +673,40 @@ std::vector<std::string> ExpandBareItems(const std::vector<std::string>& raw) {
       std::string key = v.substr(0, d);
       if (!key.empty() && (key.back() == '-' || key.back() == '_')) key.pop_back();  // "zero-3", "tp_8"
       if (key == "zero" || key == "stage") {
-        out.push_back("zero=" + v.substr(d));
-        zero_word = true;
+        emit("zero=" + v.substr(d));
+        zero_word = written[i];
         continue;
       }
       // "FSDP8" is an FSDP degree; FSDP1 and FSDP2 are its versions, framework names.
       const std::string n = v.substr(d);
       if (!degree_key(key).empty() && (key != "fsdp" || (n != "1" && n != "2"))) {
-        out.push_back(key + "=" + v.substr(d));
+        emit(key + "=" + v.substr(d));
         continue;
       }
     }
     if (v == "ddp") {
-      out.push_back("zero=0");
+      emit("zero=0");
       continue;
     }
     if (v == "hsdp") {
-      out.push_back("sharding_strategy=HYBRID_SHARD");
+      emit("sharding_strategy=HYBRID_SHARD");
       continue;
     }
     if (v == "sp" || v == "sequence_parallel" || v == "sequence-parallel") {
-      out.push_back("sp=on");
+      emit("sp=on");
       continue;
     }
     Layout scratch;  // a framework's name
     if (SetKey(scratch, "framework", w).ok()) {
-      out.push_back("framework=" + w);
+      emit("framework=" + w);
       continue;
     }
-    out.push_back(w);
+    emit(w);
   }
-  if (zero_word && std::none_of(out.begin(), out.end(), [](const std::string& o) {
-        return Lower(o).starts_with("framework=") || Lower(o).starts_with("framework =");
+  if (!zero_word.empty() && std::none_of(out.begin(), out.end(), [](const ExpandedItem& o) {
+        return Lower(o.item).starts_with("framework=") || Lower(o.item).starts_with("framework =");
       }))
-    out.push_back("framework=deepspeed");
+    out.push_back({"framework=deepspeed", zero_word});
   return out;
 }
 
@@ -727,17 +750,18 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     }
     i = (next == std::string_view::npos ? text.size() : next) - 1;
   }
-  for (const std::string& raw : ExpandBareItems(raw_items)) {
+  for (const auto& [raw, written] : ExpandBareItems(raw_items)) {
     std::string item = Trim(raw);
     if (item.empty()) continue;
+    const std::string as_written = Trim(written);
     size_t eq = item.find('=');
     if (eq == std::string::npos)
-      return Status::BadInput("--layout: expected key=value (or a framework's name, ZeRO-3, TP8, ...), got \"" + item + "\"");
+      return Status::BadInput("--layout: expected key=value (or a framework's name, ZeRO-3, TP8, ...), got \"" + as_written + "\"");
     std::string key = Lower(Trim(item.substr(0, eq))), value = Trim(item.substr(eq + 1));
-    if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + item + "\" (no key before '=')");
+    if (key.empty()) return Status::BadInput("--layout: expected key=value, got \"" + as_written + "\" (no key before '=')");
     key = CanonicalKey(key);
     // An empty value quotes nothing of the input: name the item as written.
-    auto quoted = [&](const Status& s) { return value.empty() ? Status::BadInput(s.message() + " (\"" + item + "\")") : s; };
+    auto quoted = [&](const Status& s) { return value.empty() ? Status::BadInput(s.message() + " (\"" + as_written + "\")") : s; };
     if (key == "dp_shard" || key == "dp_replicate" || key == "fsdp") {
       if (key == "dp_shard" && value == "-1") {
         dp_shard = -1;
@@ -746,7 +770,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         if (!n.ok()) return quoted(n.status());
         (key == "dp_replicate" ? dp_replicate : dp_shard) = *n;
       }
-      mesh_items += (mesh_items.empty() ? "" : "\", \"") + item;  // each quoted as written
+      mesh_items += (mesh_items.empty() ? "" : "\", \"") + as_written;  // each quoted as written
       continue;
     }
     if (key == "offload") {  // offload with no part named: ExpandPhrase's, or offload=cpu
@@ -754,14 +778,14 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
       if (device != "cpu" && device != "nvme" && device != "none")
         return quoted(Bad(key, "cpu, nvme or none (or name the part: offload_optimizer, offload_params)", value));
       offload_device = device;
-      offload_item = item;
+      offload_item = as_written;
       continue;
     }
     if (key == "sharding_strategy") {
       if (!ParseShardingStrategy(value, &strategy_zero, &hybrid))
         return quoted(Bad(key, "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (FSDP's "
                                "ShardingStrategy, or accelerate's 1-5)", value));
-      strategy_item = item;
+      strategy_item = as_written;
       continue;
     }
     if (key == "recompute_method" || key == "recompute_num_layers") {
@@ -774,7 +798,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
         if (!n.ok()) return quoted(n.status());
         recompute_layers = *n;
       }
-      recompute_items += (recompute_items.empty() ? "" : "\", \"") + item;  // each quoted as written
+      recompute_items += (recompute_items.empty() ? "" : "\", \"") + as_written;  // each quoted as written
       continue;
     }
     if (key == "ac") value = CanonicalRecompute(value);
@@ -793,7 +817,7 @@ StatusOr<Layout> ParseLayout(std::string_view text) {
     if (Status set = SetKey(l, key, value); !set.ok()) return quoted(set);
     l.fixed |= info->bit;
     zero_set |= key == "zero";
-    items[key] = item;
+    items[key] = as_written;
   }
   if (dp_shard != 0 || dp_replicate != 0) {
     const int replicate = std::max(dp_replicate, 1);

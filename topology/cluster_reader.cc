@@ -259,6 +259,93 @@ static Status ResolveGpuCount(const Document& doc, const YAML::Node& root, std::
   return Status::Ok();
 }
 
+// Cloud GPU instances by their provider's name: the GPUs of one, the network between them
+// and the host memory, as AWS's EC2 instance-type pages, Google Cloud's GPU machine-type
+// pages and Azure's ND-series size pages state them. An empty network or 0 host memory: the
+// page's figure is not carried here, and it stays unstated.
+struct CloudInstance {
+  std::string_view name;  // lower case; Azure's without its "standard_" prefix
+  int gpus;
+  std::string_view gpu, network;
+  int64_t host_gib;
+};
+constexpr CloudInstance kInstances[] = {
+    // AWS: P4d/P4de (A100, 400 Gb/s EFA, 1,152 GiB), P5/P5e/P5en (H100, H200; 3,200 Gb/s EFA,
+    // 2 TiB), P6 (B200), P3 (V100), G5 (A10G), G6 (L4), G6e (L40S).
+    {"p4d.24xlarge", 8, "A100 40GB", "400 Gb/s EFA", 1152},
+    {"p4de.24xlarge", 8, "A100 80GB", "400 Gb/s EFA", 1152},
+    {"p5.48xlarge", 8, "H100 SXM", "3200 Gb/s EFA", 2048},
+    {"p5e.48xlarge", 8, "H200", "3200 Gb/s EFA", 2048},
+    {"p5en.48xlarge", 8, "H200", "3200 Gb/s EFA", 2048},
+    {"p6-b200.48xlarge", 8, "B200", "3200 Gb/s EFA", 2048},
+    {"p3.2xlarge", 1, "V100 16GB", "", 61},
+    {"p3.8xlarge", 4, "V100 16GB", "", 244},
+    {"p3.16xlarge", 8, "V100 16GB", "1x25G Ethernet", 488},
+    {"p3dn.24xlarge", 8, "V100 32GB", "100 Gb/s EFA", 768},
+    {"g5.xlarge", 1, "A10G", "", 16},
+    {"g5.2xlarge", 1, "A10G", "", 32},
+    {"g5.4xlarge", 1, "A10G", "", 64},
+    {"g5.8xlarge", 1, "A10G", "", 128},
+    {"g5.16xlarge", 1, "A10G", "", 256},
+    {"g5.12xlarge", 4, "A10G", "1x40G Ethernet", 192},
+    {"g5.24xlarge", 4, "A10G", "1x50G Ethernet", 384},
+    {"g5.48xlarge", 8, "A10G", "100 Gb/s EFA", 768},
+    {"g6.xlarge", 1, "L4", "", 16},
+    {"g6.12xlarge", 4, "L4", "", 192},
+    {"g6.48xlarge", 8, "L4", "", 768},
+    {"g6e.xlarge", 1, "L40S", "", 32},
+    {"g6e.12xlarge", 4, "L40S", "", 384},
+    {"g6e.48xlarge", 8, "L40S", "400 Gb/s EFA", 1536},
+    // Google Cloud: A2 (A100 40GB; ultra: 80GB), A3 (H100; ultra: H200), A4 (B200), G2 (L4).
+    {"a2-highgpu-1g", 1, "A100 40GB", "", 0},
+    {"a2-highgpu-2g", 2, "A100 40GB", "", 0},
+    {"a2-highgpu-4g", 4, "A100 40GB", "", 0},
+    {"a2-highgpu-8g", 8, "A100 40GB", "", 0},
+    {"a2-megagpu-16g", 16, "A100 40GB", "", 0},
+    {"a2-ultragpu-1g", 1, "A100 80GB", "", 0},
+    {"a2-ultragpu-2g", 2, "A100 80GB", "", 0},
+    {"a2-ultragpu-4g", 4, "A100 80GB", "", 0},
+    {"a2-ultragpu-8g", 8, "A100 80GB", "", 0},
+    {"a3-highgpu-8g", 8, "H100 SXM", "4x200G", 0},
+    {"a3-megagpu-8g", 8, "H100 SXM", "8x200G", 0},
+    {"a3-ultragpu-8g", 8, "H200", "8x400G RoCE", 0},
+    {"a4-highgpu-8g", 8, "B200", "8x400G RoCE", 0},
+    {"g2-standard-4", 1, "L4", "", 0},
+    {"g2-standard-8", 1, "L4", "", 0},
+    {"g2-standard-24", 2, "L4", "", 0},
+    {"g2-standard-48", 4, "L4", "", 0},
+    {"g2-standard-96", 8, "L4", "", 0},
+    // Azure ND: A100 v4 (HDR InfiniBand, 200 Gb/s a GPU), H100 and H200 v5 (NDR, 400).
+    {"nd96asr_v4", 8, "A100 40GB", "8x200G IB", 900},
+    {"nd96amsr_a100_v4", 8, "A100 80GB", "8x200G IB", 1900},
+    {"nd96isr_h100_v5", 8, "H100 SXM", "8x400G IB", 1900},
+    {"nd96isr_h200_v5", 8, "H200", "8x400G IB", 0},
+    {"nd96isr_mi300x_v5", 8, "MI300X", "8x400G IB", 0},
+};
+
+const CloudInstance* FindInstance(std::string_view written) {
+  std::string v = Lower(Trim(std::string(written)));
+  if (v.starts_with("standard_")) v = v.substr(9);
+  for (const CloudInstance& i : kInstances)
+    if (v == i.name) return &i;
+  return nullptr;
+}
+
+// The cluster-file keys an instance states, for those the file leaves out.
+std::string InstanceYaml(const CloudInstance& i) {
+  std::string out = "gpus_per_node: " + std::to_string(i.gpus) + "\ngpu: \"" + std::string(i.gpu) + "\"\n";
+  if (!i.network.empty()) out += "inter_node: \"" + std::string(i.network) + "\"\n";
+  if (i.host_gib > 0) out += "host_memory: " + std::to_string(i.host_gib) + " GiB\n";
+  return out;
+}
+
+std::string InstanceNote(const CloudInstance& i) {
+  return std::string(i.name) + ": " + std::to_string(i.gpus) + " x " + std::string(i.gpu) +
+         (i.network.empty() ? std::string() : ", " + std::string(i.network) + " between instances") +
+         (i.host_gib > 0 ? ", " + std::to_string(i.host_gib) + " GiB host memory" : std::string()) +
+         " (the provider's instance page)";
+}
+
 // The network as a scalar, as cluster descriptions give it. A bare rate ("400 Gb/s") is one
 // NIC's, one NIC per GPU, up to the fastest NIC that ships (800 Gb/s, ConnectX-8); above that it
 // can only be the node's total, split over one NIC per GPU. A count before the rate ("8x400G")
@@ -278,7 +365,8 @@ Status ReadNetworkScalar(const Document& doc, const YAML::Node& root, const char
   }
   double bw = plain ? *plain : words.rate;
   int nics = words.nics > 0 ? words.nics : c.gpus_per_node;
-  bool total = words.nics == 0 && bw > kFastestNic;
+  // AWS states EFA's rate per instance ("400 Gbps EFA" on a p4d, "3200 Gbps" on a p5).
+  bool total = words.nics == 0 && (bw > kFastestNic || words.fabric == "efa");
   std::string why;
   if (!plain && words.fabric == "efa" && bw <= 0) {
     const std::string g = c.gpu.name;
@@ -309,6 +397,7 @@ Status ReadNetworkScalar(const Document& doc, const YAML::Node& root, const char
                       " (" +
                       (words.nics > 0  ? std::string("as written")
                        : !why.empty() ? std::string("split over one NIC per GPU")
+                       : words.fabric == "efa" ? std::string("AWS states EFA's rate per instance")
                        : total        ? std::string("no NIC runs faster than 800 Gb/s")
                                       : std::string("a node's total would be larger")) +
                       "; say inter_node: {bandwidth: ..., nics_per_node: ...} to set both)");
@@ -317,9 +406,33 @@ Status ReadNetworkScalar(const Document& doc, const YAML::Node& root, const char
 
 StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Node& given) {
   SP_RETURN_IF_ERROR(doc.CheckKeys(given, {"name", "nodes", "gpus_per_node", "gpus", "gpu", "intra_node", "inter_node",
-                                           "host", "nvme", "source", "interconnect", "host_memory"},
+                                           "host", "nvme", "source", "interconnect", "host_memory", "instance"},
                                    kClusterSynonyms));
-  SP_ASSIGN_OR_RETURN(const YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
+  SP_ASSIGN_OR_RETURN(YAML::Node root, doc.WithOurNames(given, kClusterSynonyms));
+  // A cloud instance type names the node: its GPUs, network and host memory, where the file
+  // does not give them itself.
+  std::string instance_note;
+  if (const YAML::Node instance = root["instance"]; instance.IsDefined()) {
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> type, doc.String(root, "instance"));
+    const CloudInstance* known = type ? FindInstance(*type) : nullptr;
+    if (!known) {
+      std::vector<std::string> names;
+      for (const CloudInstance& i : kInstances) names.emplace_back(i.name);
+      const std::string hint = type ? Suggest(Lower(*type), names) : std::string();
+      return doc.ErrorAt(instance, "instance: expected a GPU instance type such as p5.48xlarge, a3-highgpu-8g or "
+                                   "Standard_ND96isr_H100_v5" + (hint.empty() ? std::string() : " (did you mean '" + hint + "'?)") +
+                                   ", got \"" + (type ? *type : std::string("a block")) + "\"");
+    }
+    const YAML::Node filled = YAML::Load(InstanceYaml(*known));
+    for (auto it = filled.begin(); it != filled.end(); ++it) {
+      const std::string key = it->first.Scalar();
+      const bool given_too = root[key].IsDefined() || (key == "inter_node" && root["interconnect"].IsDefined()) ||
+                             (key == "host_memory" && root["host"].IsDefined()) ||
+                             (key == "gpus_per_node" && root["gpus"].IsDefined());
+      if (!given_too) root[key] = it->second;
+    }
+    instance_note = "instance: " + InstanceNote(*known);
+  }
   // "interconnect" is the link inside a node when its words name one (NVLink, PCIe), else
   // the network between nodes.
   const YAML::Node interconnect = root["interconnect"];
@@ -331,6 +444,7 @@ StatusOr<ClusterSpec> ParseClusterUnguarded(const Document& doc, const YAML::Nod
     return doc.ErrorAt(interconnect, std::string("interconnect: the file gives ") +
                                          (interconnect_intra ? "intra_node" : "inter_node (or network)") + " already");
   ClusterSpec c;
+  if (!instance_note.empty()) c.assumed.push_back(instance_note);
   SP_ASSIGN_OR_RETURN(std::optional<std::string> name, doc.String(root, "name"));
   c.name = name.value_or("cluster");
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> nodes, doc.Int(root, "nodes", 1, 1 << 20));
@@ -504,6 +618,15 @@ StatusOr<ClusterSpec> LoadCluster(const std::string& ref) {
       if (const std::optional<int64_t> n = TakeCount(words, 6)) counts.push_back(*n);
       else break;
     const std::string rest = Trim(words);
+    // "p5.48xlarge", "2x p4d.24xlarge": a cloud instance, as many as the count says.
+    if (const CloudInstance* instance = FindInstance(rest); instance && counts.size() <= 1) {
+      const int64_t n = counts.empty() ? 1 : counts[0];
+      const std::string text = "name: \"" + ref + "\"\nnodes: " + std::to_string(n) + "\n" + InstanceYaml(*instance);
+      SP_ASSIGN_OR_RETURN(Document words_doc, Document::Parse("--cluster", text));
+      SP_ASSIGN_OR_RETURN(ClusterSpec c, ParseCluster(words_doc));
+      c.assumed.push_back("cluster: '" + ref + "' read as " + std::to_string(n) + " x " + InstanceNote(*instance));
+      return c;
+    }
     const int64_t nodes = counts.size() == 2 ? counts[0] : 1;
     const int64_t per_node = counts.empty() ? 1 : counts.back();
     std::string note;

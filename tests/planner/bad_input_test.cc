@@ -588,6 +588,44 @@ TEST(ClusterReads, HostAndNvmeInWords) {
             std::string::npos);
 }
 
+// Cloud GPU instances by name, on the command line ("2x p5.48xlarge") or as a cluster file's
+// instance: key: the GPUs, the network and the host memory the provider's page states. AWS
+// states EFA's rate per instance, so "400 Gb/s EFA" is a p4d's total, split over its 8 GPUs.
+TEST(ClusterReads, CloudInstances) {
+  auto p4d = LoadCluster("p4d.24xlarge");
+  ASSERT_TRUE(p4d.ok()) << p4d.status().message();
+  EXPECT_EQ(p4d->nodes, 1);
+  EXPECT_EQ(p4d->gpus_per_node, 8);
+  EXPECT_EQ(p4d->gpu.name, "a100-sxm-40gb");
+  EXPECT_DOUBLE_EQ(p4d->inter_node.bandwidth * p4d->inter_node.nics_per_node, 400e9 / 8);
+  EXPECT_EQ(p4d->host_memory_bytes, int64_t{1152} << 30);
+  auto p5 = LoadCluster("2x p5.48xlarge");
+  ASSERT_TRUE(p5.ok()) << p5.status().message();
+  EXPECT_EQ(p5->nodes, 2);
+  EXPECT_EQ(p5->gpu.name, "h100-sxm-80gb");
+  EXPECT_DOUBLE_EQ(p5->inter_node.bandwidth * p5->inter_node.nics_per_node, 3200e9 / 8);
+  auto g5 = LoadCluster("g5.12xlarge");
+  ASSERT_TRUE(g5.ok()) << g5.status().message();
+  EXPECT_EQ(g5->gpus_per_node, 4);
+  EXPECT_EQ(g5->gpu.name, "a10g-24gb");
+  auto azure = ReadCluster("instance: Standard_ND96amsr_A100_v4\nnodes: 4\n");
+  ASSERT_TRUE(azure.ok()) << azure.status().message();
+  EXPECT_EQ(azure->nodes, 4);
+  EXPECT_EQ(azure->gpu.name, "a100-sxm-80gb");
+  EXPECT_EQ(azure->inter_node.nics_per_node, 8);
+  EXPECT_DOUBLE_EQ(azure->inter_node.bandwidth, 200e9 / 8);
+  // The file's own keys win over the instance's.
+  auto own = ReadCluster("instance: p5.48xlarge\nnodes: 2\nnetwork: 8x400G IB\n");
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  EXPECT_EQ(own->inter_node.fabric, "infiniband");
+  auto efa = ReadCluster("nodes: 2\ngpus_per_node: 8\ngpu: A100\nnetwork: 400 Gb/s EFA\n");
+  ASSERT_TRUE(efa.ok()) << efa.status().message();
+  EXPECT_DOUBLE_EQ(efa->inter_node.bandwidth * efa->inter_node.nics_per_node, 400e9 / 8);
+  EXPECT_NE(ClusterError("instance: p5.48xl\n").message().find(
+                "cluster.yaml:1:11: instance: expected a GPU instance type such as p5.48xlarge"),
+            std::string::npos);
+}
+
 // A bare inter_node rate, as cluster descriptions give it: up to the fastest NIC that ships
 // (800 Gb/s) it is one NIC's, one per GPU; above that it can only be the node's total. Both
 // readings are said; a mapping sets rate and count.

@@ -90,6 +90,10 @@ TEST(Layout, WordsAsSourcesWriteThem) {
   same("ZeRO-3 + offload param and optimizer", "framework=deepspeed,zero=3,offload_params=cpu,offload_optimizer=cpu");
   same("framework=deepspeed,zero=2,offload=cpu", "framework=deepspeed,zero=2,offload_optimizer=cpu");
   EXPECT_FALSE(ParseLayout("offload=gpu").ok());
+  // Errors quote the words as written, not the key=value they were read as.
+  auto clash = ParseLayout("tp=4,dp4,dp_shard=3");
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.status().message().find("but dp is 4 (\"dp4\")"), std::string::npos) << clash.status().message();
   auto bad = ParseLayout("3D: TP8");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("expected key=value (or a framework's name, ZeRO-3, TP8, ...), got \"3D:\""),
