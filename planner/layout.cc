@@ -980,6 +980,16 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
   return framework == Framework::kFsdp && fine_tune && c.world_size() == 1 ? Stack::kHf : Stack::kNative;
 }
 
+bool StackRunsLayout(const Layout& l, const Workload& w) {
+  if (l.stack != Stack::kLitgpt || !w.training()) return true;
+  if (l.world() == 1)
+    return l.zero == 0 && l.ac == Recompute::kNone && l.offload_optimizer == Offload::kNone &&
+           l.offload_params == Offload::kNone;
+  const bool pretrain = w.task == Task::kPretrain;
+  return l.zero == 3 && l.ac == (pretrain ? Recompute::kNone : Recompute::kFull) && l.offload_params == Offload::kNone &&
+         l.offload_optimizer == Offload::kNone && (pretrain || l.shard_group == 0);
+}
+
 bool TorchtitanStageSplit(const Layout& l) {
   return l.framework == Framework::kTorchtitan && l.pp > 1 && !(l.fixed & (kKeyMbs | kKeyGradAccum)) && l.mbs > 1 &&
          l.grad_accum == l.pp;
@@ -1029,6 +1039,10 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   // "auto"); its pretraining checkpoints none and shards within a node
   // (FSDPStrategy(sharding_strategy="HYBRID_SHARD"), pretrain.py).
   if (l.stack == Stack::kLitgpt && w.training()) {
+    // Its finetune and pretrain scripts take a device count and nothing else to split by.
+    if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
+      return Rule("LitGPT's finetune and pretrain scripts run data parallelism alone (FSDP over devices x num_nodes); "
+                  "tp, pp, cp and ep stay 1");
     const bool pretrain = w.task == Task::kPretrain;
     if (!(l.fixed & kKeyAc)) l.ac = l.world() > 1 && !pretrain ? Recompute::kFull : Recompute::kNone;
     if (!(l.fixed & kKeyShardGroup) && pretrain && c.nodes > 1) l.shard_group = kShardGroupNode;

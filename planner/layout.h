@@ -179,6 +179,12 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
 // 2025-04 did (each rank's batch over the pipeline stages) rather than the later default, 1.
 bool TorchtitanStageSplit(const Layout& l);
 
+// Whether a resolved layout is one the stack runs as its scripts set it up, for the search
+// to offer: LitGPT's fine-tuning shards fully over several GPUs (FULL_SHARD) with every block
+// checkpointed, its pretraining shards within a node without checkpointing, and one GPU runs
+// plainly. Other stacks take any layout their engine does.
+bool StackRunsLayout(const Layout& l, const Workload& w);
+
 // Layers on each pipeline stage (per rank, its virtual stages together): `stages` when given,
 // torchtitan's own split for torchtitan (the embeddings and the head weigh a layer each), else
 // the balanced split, earlier stages taking the remainder.

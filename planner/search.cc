@@ -170,7 +170,7 @@ struct Worker {
   Outcome Try(const Layout& raw) {
     ++considered;
     auto l = ResolveLayout(m, w, c, raw);
-    if (!l.ok()) return Outcome::kInvalid;
+    if (!l.ok() || !StackRunsLayout(*l, w)) return Outcome::kInvalid;
     ++estimated;
     MemoryEstimate e = models.memory(m, w, *l, c, fast);
     if (!e.fits) {
@@ -191,7 +191,7 @@ struct Worker {
 
   void TrainingGroup(const Layout& g, const SearchSpace& space) {
     const std::vector<int> mbs = space.MicroBatches(g);
-    bool any_fit = false;
+    bool any_fit = false, any_priced = false;
     for (Recompute ac : kRecomputeOrder) {
       if ((opt.fixed.fixed & kKeyAc) && ac != opt.fixed.ac) continue;
       size_t tried = 0;
@@ -202,11 +202,14 @@ struct Worker {
         l.fixed |= kKeyAc | kKeyMbs;
         ++tried;
         Outcome o = Try(l);
+        any_priced |= o != Outcome::kInvalid;
         if (o == Outcome::kNoFit) break;  // a larger micro-batch holds more activations
         any_fit |= o == Outcome::kFit;
       }
       considered += static_cast<int64_t>(mbs.size() - tried);  // pruned by the bound
-      if (!any_fit && ac == Recompute::kFull && !(opt.fixed.fixed & kKeyAc)) {
+      // Less recomputation holds more; but where full recomputation is not what the stack runs
+      // (LitGPT on one GPU), nothing was priced and the others are still to try.
+      if (!any_fit && any_priced && ac == Recompute::kFull && !(opt.fixed.fixed & kKeyAc)) {
         considered += static_cast<int64_t>(mbs.size()) * 2;  // selective and none hold more
         return;
       }

@@ -60,7 +60,17 @@ bool ParseTask(std::string_view written, Task* out) {
       *out = task;
       return true;
     }
-  return Parse(kTasks, s, out);
+  if (Parse(kTasks, s, out)) return true;
+  // A phrase naming one ("LoRA fine-tuning", "QLoRA SFT", "full-parameter fine-tuning"): the
+  // adapters decide over the fine-tuning they do.
+  if (s.find("qlora") != std::string::npos) *out = Task::kQlora;
+  else if (s.find("lora") != std::string::npos) *out = Task::kLora;
+  else if (s.find("pretrain") != std::string::npos || s.find("pre-train") != std::string::npos) *out = Task::kPretrain;
+  else if (s.find("fine-tun") != std::string::npos || s.find("finetun") != std::string::npos || s.find("sft") != std::string::npos)
+    *out = Task::kFinetune;
+  else if (s.find("inference") != std::string::npos || s.find("serving") != std::string::npos) *out = Task::kInference;
+  else return false;
+  return true;
 }
 
 bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerStep* step) {
@@ -135,7 +145,22 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   const bool pageable = *out == Optimizer::kAdamW || *out == Optimizer::kAdam || *out == Optimizer::kAdamW8bit ||
                         *out == Optimizer::kLion || *out == Optimizer::kLion8bit || *out == Optimizer::kAdemamix ||
                         *out == Optimizer::kAdemamix8bit;
-  return found && (!is_paged || pageable);
+  if (found) return !is_paged || pageable;
+  // The step written beside the name ("AdamW (fused)", "fused AdamW", "AdamW, foreach"): the
+  // optimizer, stepped that way.
+  std::string bare = Spelling(s);
+  bare.erase(std::remove_if(bare.begin(), bare.end(), [](char c) { return c == '(' || c == ')' || c == ','; }), bare.end());
+  OptimizerStep said = kAny;
+  for (const auto& [word, how] : {std::pair<std::string_view, OptimizerStep>{"fused", kPerTensor}, {"foreach", kForeach}})
+    for (const std::string form : {"-" + std::string(word), std::string(word) + "-"})
+      if (const size_t at = bare.find(form); at != std::string::npos && said == kAny) {
+        bare.erase(at, form.size());
+        said = how;
+      }
+  while (!bare.empty() && bare.back() == '-') bare.pop_back();
+  if (said == kAny || bare.empty() || !ParseOptimizer(bare, out, paged, nullptr)) return false;
+  if (step) *step = said;
+  return true;
 }
 
 bool QuantizedStates(Optimizer o) {

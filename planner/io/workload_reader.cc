@@ -1,6 +1,7 @@
 #include "planner/io/workload_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cctype>
 #include <iterator>
 
@@ -71,7 +72,15 @@ Status ReadBf16Layers(const Document& doc, const YAML::Node& given, Workload& w)
 static const Document::Synonyms kServingSynonyms = {{"context_length", "max_model_len"},
                                                     {"max_seq_len", "max_model_len"},
                                                     {"max_running_requests", "max_num_seqs"},
-                                                    {"max_batch_size", "max_num_seqs"}};
+                                                    {"max_batch_size", "max_num_seqs"},
+                                                    // a serving benchmark's words for a request's sizes
+                                                    {"input_len", "prompt_len"},
+                                                    {"isl", "prompt_len"},
+                                                    {"output_len", "gen_len"},
+                                                    {"osl", "gen_len"},
+                                                    {"max_new_tokens", "gen_len"},
+                                                    {"concurrency", "batch"},
+                                                    {"batch_size", "batch"}};
 
 Status ReadInference(const Document& doc, const YAML::Node& given, InferenceSpec& inf, std::vector<std::string>& assumed) {
   SP_RETURN_IF_ERROR(doc.ExpectMap(given, "inference"));
@@ -304,6 +313,49 @@ StatusOr<std::optional<int64_t>> ReadSeqLen(const Document& doc, const YAML::Nod
   return std::optional<int64_t>(seq);
 }
 
+// The global batch: sequences, or tokens as papers give it ("4M tokens", global_batch_tokens:
+// 4194304), which make sequences of seq_len. K, M and B are binary (a "4M-token" batch of
+// 4,096-token sequences is 1,024 of them) unless only the decimal reading divides.
+StatusOr<std::optional<int64_t>> ReadGlobalBatch(const Document& doc, const YAML::Node& root, int64_t seq_len,
+                                                 std::vector<std::string>& assumed) {
+  const YAML::Node batch = root["global_batch"], tokens = root["global_batch_tokens"];
+  const bool in_tokens = batch.IsDefined() && batch.IsScalar() && Lower(batch.Scalar()).ends_with("tokens");
+  if (!in_tokens && !tokens.IsDefined()) return doc.Int(root, "global_batch", 1, int64_t{1} << 30);
+  if (in_tokens && tokens.IsDefined())
+    return doc.ErrorAt(tokens, "global_batch_tokens: the global batch is given in global_batch already");
+  const YAML::Node& node = in_tokens ? batch : tokens;
+  const char* key = in_tokens ? "global_batch" : "global_batch_tokens";
+  std::string v = node.IsScalar() ? Trim(node.Scalar()) : "";
+  if (Lower(v).ends_with("tokens")) v = Trim(v.substr(0, v.size() - 6));
+  double scale_binary = 1, scale_decimal = 1;
+  if (!v.empty()) {
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(v.back())));
+    if (unit == 'K') scale_binary = 1024, scale_decimal = 1e3;
+    if (unit == 'M') scale_binary = 1048576, scale_decimal = 1e6;
+    if (unit == 'B' || unit == 'G') scale_binary = 1073741824, scale_decimal = 1e9;
+    if (scale_binary > 1) v = Trim(v.substr(0, v.size() - 1));
+  }
+  double number = 0;
+  const bool ok = !v.empty() && v.size() < 16 &&
+                  std::all_of(v.begin(), v.end(), [](unsigned char c) { return std::isdigit(c) || c == '.'; }) &&
+                  std::count(v.begin(), v.end(), '.') <= 1;
+  if (ok) number = std::stod(v);
+  if (!ok || number <= 0 || number * scale_binary > 1e13)
+    return doc.ErrorAt(node, std::string(key) + ": expected a token count such as 4194304, 4M tokens or 16M, got \"" +
+                                 (node.IsScalar() ? node.Scalar() : std::string("a block")) + "\"");
+  const double binary = number * scale_binary, decimal = number * scale_decimal;
+  const auto seq = static_cast<double>(seq_len);
+  const bool binary_divides = std::fmod(binary, seq) == 0, decimal_divides = std::fmod(decimal, seq) == 0;
+  const double total = binary_divides || !decimal_divides ? binary : decimal;
+  const auto sequences = static_cast<int64_t>(std::llround(total / seq));
+  if (sequences < 1 || sequences > (int64_t{1} << 30))
+    return doc.ErrorAt(node, std::string(key) + ": " + node.Scalar() + " makes " + std::to_string(sequences) +
+                                 " sequences of " + std::to_string(seq_len) + " tokens; expected 1 or more");
+  assumed.push_back("global_batch: " + std::to_string(sequences) + " sequences (" + node.Scalar() + " over seq_len " +
+                    std::to_string(seq_len) + (std::fmod(total, seq) == 0 ? "" : ", rounded") + ")");
+  return std::optional<int64_t>(sequences);
+}
+
 // The --layout key for a layout setting a workload file gave.
 std::string LayoutKeyFor(std::string_view key) {
   if (key == "deepspeed") return "framework=deepspeed,zero=...";
@@ -320,9 +372,11 @@ std::string LayoutKeyFor(std::string_view key) {
 Status RefuseRlTask(const Document& doc, const YAML::Node& root, const char* key) {
   const YAML::Node node = root[key];
   if (!node.IsDefined() || !node.IsScalar()) return Status::Ok();
-  const std::string t = Lower(node.Scalar());
+  // The task as a word, or a word of a phrase ("DPO fine-tuning").
+  std::vector<std::string> words = {Lower(node.Scalar())};
+  for (const std::string& part : Split(Spelling(node.Scalar()), '-')) words.push_back(part);
   for (const char* rl : {"dpo", "orpo", "kto", "simpo", "ppo", "grpo", "rlhf", "rl", "rm"})
-    if (t == rl)
+    if (std::find(words.begin(), words.end(), rl) != words.end())
       return doc.ErrorAt(node, std::string(key) + ": \"" + node.Scalar() + "\" is preference or RL training (a reference or "
                                "reward model beside the policy), which shardplan does not model; expected pretrain, "
                                "finetune, lora, qlora or inference");
@@ -374,7 +428,16 @@ Status ReadLoraTarget(const Document& doc, const YAML::Node& node, LoraSpec& lor
 // autocast (Fabric's MixedPrecision), 32-true is fp32.
 Status ReadPrecision(const Document& doc, const YAML::Node& root, Workload& w) {
   const YAML::Node p = root["precision"];
-  const std::string v = p.IsDefined() && p.IsScalar() ? Lower(p.Scalar()) : "";
+  std::string v = p.IsDefined() && p.IsScalar() ? Lower(Trim(p.Scalar())) : "";
+  // In prose's order too: "mixed bf16", "pure bf16", "bf16 mixed".
+  for (const char* mode_word : {"mixed", "pure", "true"})
+    for (const char* sep : {" ", "-", "_"})
+      if (const std::string lead = std::string(mode_word) + sep; v.starts_with(lead))
+        v = Trim(v.substr(lead.size())) + "-" + (std::string(mode_word) == "mixed" ? "mixed" : "true");
+  std::replace(v.begin(), v.end(), ' ', '-');
+  if (v.starts_with("fp16-") || v.starts_with("float16-")) v = "16" + v.substr(v.find('-'));
+  if (v.starts_with("bfloat16-")) v = "bf16" + v.substr(v.find('-'));
+  if (v.ends_with("-pure")) v = v.substr(0, v.size() - 5) + "-true";
   const size_t dash = v.rfind('-');
   const std::string mode = dash == std::string::npos ? "" : v.substr(dash + 1);
   if (v.starts_with("transformer-engine"))
@@ -414,12 +477,12 @@ StatusOr<YAML::Node> LiftTrainBlock(const Document& doc, const YAML::Node& file,
   YAML::Node out(YAML::NodeType::Map);
   for (auto it = file.begin(); it != file.end(); ++it)
     if (it->first.Scalar() != "train") out.force_insert(it->first, it->second);
-  for (const char* key : kLifted) {
-    const YAML::Node v = train[key];
-    if (!v.IsDefined() || v.IsNull()) continue;
+  for (auto it = train.begin(); it != train.end(); ++it) {  // the key's own node, for errors that name it
+    const std::string key = it->first.Scalar();
+    if (std::find(std::begin(kLifted), std::end(kLifted), key) == std::end(kLifted) || it->second.IsNull()) continue;
     if (file[key].IsDefined())
-      return doc.ErrorAt(v, std::string(key) + ": given in train: and at the top level; give it once");
-    out.force_insert(std::string(key), v);
+      return doc.ErrorAt(it->second, key + ": given in train: and at the top level; give it once");
+    out.force_insert(it->first, it->second);
   }
   for (auto it = train.begin(); it != train.end(); ++it)
     if (std::find(kSchedule.begin(), kSchedule.end(), it->first.Scalar()) != kSchedule.end())
@@ -494,15 +557,32 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
                                            (dq == Setting::kOn ? "on" : "off") + ", but double_quant says otherwise");
     w.double_quant = dq;
   }
+  // A training file's quantization: the base's, as write-ups name QLoRA's ("4bit", "nf4",
+  // "bitsandbytes"); a serving config's is its weights' (ReadServingConfig).
+  bool quantized_base = false;
+  if (w.training() && root["quantization"].IsDefined()) {
+    SP_ASSIGN_OR_RETURN(std::optional<std::string> q, doc.String(root, "quantization"));
+    const std::string v = q ? Spelling(*q) : "";
+    if (v == "8bit" || v == "8-bit" || v == "int8" || v == "llm.int8" || v == "bnb-8bit")
+      return doc.ErrorAt(root["quantization"], "quantization: an 8-bit base (LLM.int8) is not modelled; expected 4bit "
+                                               "(bitsandbytes NF4, QLoRA)");
+    if (v != "4bit" && v != "4-bit" && v != "nf4" && v != "bnb" && v != "bitsandbytes" && v != "bnb-4bit" &&
+        v != "bnb-nf4" && v != "qlora")
+      return doc.ErrorAt(root["quantization"], "quantization: expected 4bit, nf4 or bitsandbytes for a fine-tune's base "
+                                               "(QLoRA), got \"" + (q ? *q : std::string("a block")) + "\"");
+    quantized_base = true;
+  }
   SP_ASSIGN_OR_RETURN(std::optional<bool> in4, doc.Bool(root, "load_in_4bit"));
   SP_ASSIGN_OR_RETURN(std::optional<bool> in8, doc.Bool(root, "load_in_8bit"));
   if (in8 && *in8)
     return doc.ErrorAt(root["load_in_8bit"], "load_in_8bit: an 8-bit base (LLM.int8) is not modelled; expected "
                                              "load_in_4bit (QLoRA) or neither");
-  const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora") || quantize;
+  const bool four_bit = (bits && *bits == 4) || (in4 && *in4) || (adapter && Lower(*adapter) == "qlora") || quantize ||
+                        quantized_base;
   const char* four_bit_key = bits && *bits == 4 ? "quantization_bit"
                              : in4 && *in4      ? "load_in_4bit"
                              : quantize         ? "quantize"
+                             : quantized_base   ? "quantization"
                                                 : "adapter";
   const char* flat_key = nullptr;  // the first flat LoRA key the file gives
   for (const char* key : kFlatLoraKeys)
@@ -511,7 +591,8 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
   const bool adapters = (type && Lower(*type) == "lora") || adapter || (use_peft && *use_peft) || flat_lora;
   const bool full = type && Lower(*type) == "full";
   const char* said_by = type ? "finetuning_type" : adapter ? "adapter" : use_peft ? "use_peft"
-                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : quantize ? "quantize" : flat_key;
+                        : bits ? "quantization_bit" : in4 ? "load_in_4bit" : quantize ? "quantize"
+                        : quantized_base ? "quantization" : flat_key;
   if (full && four_bit)
     return doc.ErrorAt(root[four_bit_key], "a 4-bit base trains adapters only; expected finetuning_type: lora");
   if (task_given && said_by) {
@@ -648,11 +729,28 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
 // task inference. `auto` leaves a setting to the engine; a quantization the checkpoint's own
 // config states (compressed-tensors, modelopt) is read from there.
 Status ReadServingConfig(const Document& doc, const YAML::Node& root, bool task_given, Workload& w) {
-  static const char* const kServingKeys[] = {"max_model_len",          "gpu_memory_utilization", "max_num_seqs",
-                                             "max_num_batched_tokens", "kv_cache_dtype",         "mem_fraction_static",
-                                             "context_length",         "max_running_requests",   "quantization"};
+  static const char* const kEngineKeys[] = {"max_model_len",          "gpu_memory_utilization", "max_num_seqs",
+                                            "max_num_batched_tokens", "kv_cache_dtype",         "mem_fraction_static",
+                                            "context_length",         "max_running_requests",   "quantization"};
+  // A request's sizes at the top level, as a serving benchmark states them: the input and
+  // output lengths (ISL, OSL) and the requests run at once.
+  static const char* const kSizeKeys[] = {"prompt_len", "gen_len", "concurrency", "batch_size"};
+  // batch_size alone says neither a step's sequences over every GPU nor one GPU's micro-batch.
+  if (root["batch_size"].IsDefined() && !(task_given && w.task == Task::kInference))
+    return doc.ErrorAt(root["batch_size"], "batch_size: say global_batch (the sequences of a step, over every GPU) or "
+                                           "micro_batch (one GPU's); for serving, task: inference with batch_size is the "
+                                           "requests run at once");
+  // A trainer's file names its 4-bit base as quantization too (ReadTrainerArguments).
+  bool training_file = task_given && w.training();
+  for (const char* key : kFlatLoraKeys) training_file |= root[key].IsDefined();
   const char* first = nullptr;
-  for (const char* key : kServingKeys)
+  bool engine_key = false;
+  for (const char* key : kEngineKeys)
+    if (root[key].IsDefined() && !(training_file && std::string_view(key) == "quantization")) {
+      if (!first) first = key;
+      engine_key = true;
+    }
+  for (const char* key : kSizeKeys)
     if (root[key].IsDefined() && !first) first = key;
   if (!first) return Status::Ok();
   if (root["inference"].IsDefined())
@@ -665,10 +763,14 @@ Status ReadServingConfig(const Document& doc, const YAML::Node& root, bool task_
   YAML::Node node(YAML::NodeType::Map);
   const bool sglang = root["mem_fraction_static"].IsDefined() || root["context_length"].IsDefined() ||
                       root["max_running_requests"].IsDefined();
-  node["engine"] = sglang ? "sglang" : "vllm";
+  if (engine_key) node["engine"] = sglang ? "sglang" : "vllm";
   for (const char* key : {"max_model_len", "gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens",
-                          "mem_fraction_static", "context_length", "max_running_requests"})
+                          "mem_fraction_static", "context_length", "max_running_requests", "prompt_len", "gen_len"})
     if (root[key].IsDefined()) node[key] = root[key];
+  if (root["concurrency"].IsDefined() && root["batch_size"].IsDefined())
+    return doc.ErrorAt(root["batch_size"], "batch_size: the requests run at once are given as concurrency already");
+  if (root["concurrency"].IsDefined()) node["batch"] = root["concurrency"];
+  if (root["batch_size"].IsDefined()) node["batch"] = root["batch_size"];
   if (const YAML::Node kv = root["kv_cache_dtype"]; kv.IsDefined()) {
     const std::string v = kv.IsScalar() ? Lower(kv.Scalar()) : "";
     if (v.starts_with("fp8")) node["kv_cache"] = "fp8";  // fp8, fp8_e4m3, fp8_e5m2
@@ -677,7 +779,7 @@ Status ReadServingConfig(const Document& doc, const YAML::Node& root, bool task_
       return doc.ErrorAt(kv, "kv_cache_dtype: expected auto, fp8, fp8_e4m3 or fp8_e5m2, got \"" +
                                  (kv.IsScalar() ? kv.Scalar() : std::string("a block")) + "\"");
   }
-  if (const YAML::Node q = root["quantization"]; q.IsDefined()) {
+  if (const YAML::Node q = root["quantization"]; q.IsDefined() && !training_file) {
     const std::string v = q.IsScalar() ? Lower(q.Scalar()) : "";
     if (v == "fp8" || v == "fbgemm_fp8") node["weights"] = "fp8";
     else if (v == "awq" || v == "gptq" || v == "awq_marlin" || v == "gptq_marlin" || v == "marlin") node["weights"] = "int4";
@@ -781,6 +883,13 @@ static const Document::Synonyms kWorkloadSynonyms = {
     {"lora_target_modules", "lora_target"},             {"enable_liger_kernel", "use_liger_kernel"},
     {"flash_attn", "attn_implementation"},              {"sample_packing", "packing"},
     {"bnb_4bit_use_double_quant", "double_quant"},      {"double_quantization", "double_quant"},
+    // A serving benchmark's request sizes (ReadServingConfig) and a global batch in tokens.
+    {"input_len", "prompt_len"},         {"isl", "prompt_len"},          {"input_length", "prompt_len"},
+    {"input_tokens", "prompt_len"},      {"prompt_length", "prompt_len"}, {"output_len", "gen_len"},
+    {"osl", "gen_len"},                  {"output_length", "gen_len"},   {"output_tokens", "gen_len"},
+    {"max_new_tokens", "gen_len"},       {"max_concurrency", "concurrency"},
+    {"tokens_per_batch", "global_batch_tokens"},        {"batch_tokens", "global_batch_tokens"},
+    {"global_batch_size_tokens", "global_batch_tokens"},
     // A serving engine's own config, as `vllm serve --config` and SGLang's server arguments
     // take it (dashes or underscores): ReadServingConfig.
     {"max-model-len", "max_model_len"},                 {"gpu-memory-utilization", "gpu_memory_utilization"},
@@ -833,6 +942,7 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
                                             "optim_args", "galore_rank", "torch", "fp8_recipe",
                                             "fp8_all_gather", "bf16_layers", "custom_sharded_layers", "kbit_prepare",
                                             "fake_balanced_gate", "force_load_balancing", "double_quant",
+                                            "prompt_len", "gen_len", "concurrency", "global_batch_tokens", "batch_size",
                                             // a trainer's own arguments (ReadTrainerArguments)
                                             "micro_batch", "grad_accum", "gradient_checkpointing", "bf16", "fp16",
                                             "finetuning_type", "stage", "adapter", "use_peft", "quantization_bit",
@@ -874,8 +984,8 @@ StatusOr<Workload> ParseWorkloadUnguarded(const Document& doc, const YAML::Node&
   }
   SP_RETURN_IF_ERROR(ReadServingConfig(doc, root, task.has_value(), w));
   SP_ASSIGN_OR_RETURN(std::optional<int64_t> seq, ReadSeqLen(doc, root));
-  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, doc.Int(root, "global_batch", 1, int64_t{1} << 30));
   if (seq) w.seq_len = *seq;
+  SP_ASSIGN_OR_RETURN(std::optional<int64_t> gb, ReadGlobalBatch(doc, root, w.seq_len, w.assumed));
   if (gb) w.global_batch = *gb;
   w.global_batch_stated = gb.has_value() || !w.training();
   SP_RETURN_IF_ERROR(ReadPrecision(doc, root, w));

@@ -156,6 +156,14 @@ expect serving-config-clash-msg "$tmp/err" "vllm.yaml: tensor_parallel_size is 2
 printf 'checkpoint_dir: checkpoints/meta-llama/Meta-Llama-3.1-8B\nprecision: bf16-true\nquantize:\ndevices: 1\nnum_nodes: 1\nlora_r: 32\nlora_alpha: 16\nlora_dropout: 0.05\nlora_query: true\nlora_key: false\nlora_value: true\nlora_projection: false\nlora_mlp: false\nlora_head: false\ntrain:\n  save_interval: 200\n  global_batch_size: 8\n  micro_batch_size: 1\n  max_seq_length: 512\n  tie_embeddings:\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args:\n    lr: 0.0002\n' > "$tmp/litgpt.yaml"
 check litgpt-file 0 -- "$bin" estimate --model llama-3.1-8b --cluster 4xA10G --workload "$tmp/litgpt.yaml" --layout framework=litgpt --json
 json litgpt-file-json 'j["cluster"]["nodes"] == 1 and j["cluster"]["gpus_per_node"] == 1 and j["layout"]["dp"] == 1 and j["layout"]["ac"] == "none" and j["layout"]["framework"] == "litgpt" and j["workload"]["task"] == "lora" and j["workload"]["seq_len"] == 512 and not j["recipe"]["master_weights"] and any(a.startswith("the layout runs on 1 of the cluster") for a in j["assumed"])'
+# plan under framework=litgpt offers what LitGPT's scripts run: FSDP over every GPU with each
+# block checkpointed, or one GPU plainly; no tensor parallelism.
+check litgpt-plan 0 -- "$bin" plan --model llama-3.1-8b --cluster 8xH100 --task lora --layout framework=litgpt --top 5 --json
+json litgpt-plan-json 'len(j["plans"]) > 0 and all(p["layout"]["zero"] == 3 and p["layout"]["ac"] == "full" and p["layout"]["tp"] == 1 for p in j["plans"])'
+check litgpt-plan-one 0 -- "$bin" plan --model llama-3.1-8b --cluster 1xH100 --task lora --layout framework=litgpt --top 5 --json
+json litgpt-plan-one-json 'len(j["plans"]) == 1 and j["plans"][0]["layout"]["ac"] == "none" and j["plans"][0]["layout"]["zero"] == 0'
+check litgpt-tp 2 -- "$bin" estimate --model llama-3.1-8b --cluster 8xH100 --task lora --layout framework=litgpt,tp=2
+expect litgpt-tp-msg "$tmp/err" "LitGPT's finetune and pretrain scripts run data parallelism alone"
 # A stated dp below the cluster's GPUs runs on that part of it: one node's worth or whole nodes.
 check part-of-cluster 0 -- "$bin" estimate --model llama-3.1-8b --cluster 2x8xH100 --layout dp=8 --json
 json part-of-cluster-json 'j["cluster"]["nodes"] == 1 and j["cluster"]["gpus_per_node"] == 8'

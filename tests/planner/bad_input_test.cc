@@ -1522,6 +1522,72 @@ TEST(Workload, LitgptConfigAsItIs) {
   EXPECT_EQ(w->optimizer_step, OptimizerStep::kPerTensor);
 }
 
+// A workload in a write-up's words: the task in a phrase, the precision's mode before it, the
+// optimizer's step beside its name, the global batch in tokens, a fine-tune's quantized base,
+// and a serving benchmark's request sizes and concurrency at the top level.
+TEST(Workload, WordsOfWriteUps) {
+  Task t;
+  for (const auto& [words, task] : std::vector<std::pair<std::string, Task>>{
+           {"LoRA fine-tuning", Task::kLora}, {"QLoRA SFT", Task::kQlora}, {"full-parameter fine-tuning", Task::kFinetune},
+           {"continued pre-training", Task::kPretrain}, {"batch inference", Task::kInference}}) {
+    ASSERT_TRUE(ParseTask(words, &t)) << words;
+    EXPECT_EQ(t, task) << words;
+  }
+  EXPECT_FALSE(ParseTask("distillation", &t));
+  auto w = ReadWorkload("task: finetune\nprecision: mixed bf16\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->precision, Dtype::kBf16);
+  EXPECT_EQ(w->master_weights, MasterWeights::kFp32);
+  w = ReadWorkload("task: finetune\nprecision: pure bf16\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->master_weights, MasterWeights::kNone);
+  w = ReadWorkload("optimizer: AdamW (fused)\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW);
+  EXPECT_EQ(w->optimizer_step, OptimizerStep::kPerTensor);
+  w = ReadWorkload("optimizer: foreach AdamW\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->optimizer_step, OptimizerStep::kForeach);
+  // Llama 2's 4M-token batch of 4,096-token sequences: 1,024 of them.
+  w = ReadWorkload("seq_len: 4096\nglobal_batch: 4M tokens\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->global_batch, 1024);
+  w = ReadWorkload("seq_len: 2048\nglobal_batch_tokens: 4000000\n");  // only the decimal reading... neither divides
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->global_batch, 1953);
+  w = ReadWorkload("seq_len: 2000\ntokens_per_batch: 4M\n");  // the decimal reading divides
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->global_batch, 2000);
+  w = ReadWorkload("task: lora\nquantization: 4bit\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kQlora);
+  w = ReadWorkload("isl: 1024\nosl: 256\nconcurrency: 64\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->task, Task::kInference);
+  EXPECT_EQ(w->inference.prompt_len, 1024);
+  EXPECT_EQ(w->inference.gen_len, 256);
+  EXPECT_EQ(w->inference.batch, 64);
+  w = ReadWorkload("task: inference\nbatch_size: 32\ninference: {input_len: 2048, max_new_tokens: 128}\n");
+  ASSERT_FALSE(w.ok());  // the sizes at the top level and in inference: both
+  w = ReadWorkload("task: inference\ninference: {concurrency: 16, input_len: 2048, max_new_tokens: 128}\n");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->inference.batch, 16);
+  EXPECT_EQ(w->inference.prompt_len, 2048);
+  EXPECT_EQ(w->inference.gen_len, 128);
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"batch_size: 1024\n", "w.yaml:1:13: batch_size: say global_batch"},
+           {"task: DPO fine-tuning\n", "is preference or RL training"},
+           {"task: lora\nquantization: 8bit\n", "quantization: an 8-bit base (LLM.int8) is not modelled"},
+           {"task: lora\nquantization: gguf\n", "quantization: expected 4bit, nf4 or bitsandbytes"},
+           {"seq_len: 4096\nglobal_batch: lots of tokens\n", "global_batch: expected a token count"},
+           {"global_batch: 4M tokens\nglobal_batch_tokens: 4194304\n", "global_batch_tokens: the global batch is given"},
+       }) {
+    auto bad = ReadWorkload(text);
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(message), std::string::npos) << text << " -> " << bad.status().message();
+  }
+}
+
 TEST(WorkloadRejects, LitgptKeys) {
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
            {"quantize: bnb.int8-training\nlora_r: 8\n", "w.yaml:1:11: quantize: an 8-bit base (LLM.int8) is not modelled"},
