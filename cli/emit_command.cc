@@ -60,7 +60,7 @@ Registrar reg(40, [](CLI::App& app) {
   auto flags = std::make_shared<EmitFlags>();
   CLI::App* cmd = app.add_subcommand("emit", "write framework configs and launch scripts for a plan");
   cmd->add_option("plan", flags->plan, "plan.yaml written by `shardplan plan -o`")->required();
-  cmd->add_option("--format", flags->format, "deepspeed|accelerate|torchtitan|megatron|all (default all)")
+  cmd->add_option("--format", flags->format, "deepspeed|accelerate|torchtitan|megatron|litgpt|all (default all)")
       ->check(CLI::IsMember({"deepspeed", "accelerate", "torchtitan", "megatron", "all"}));
   cmd->add_option("--launcher", flags->launcher, "torchrun|deepspeed|mpirun|slurm (default torchrun)")
       ->check(CLI::IsMember({"torchrun", "deepspeed", "mpirun", "slurm"}));

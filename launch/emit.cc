@@ -6,6 +6,7 @@
 #include "launch/deepspeed_config.h"
 #include "launch/job_shape.h"
 #include "launch/launch_script.h"
+#include "launch/litgpt_config.h"
 #include "launch/megatron_args.h"
 #include "launch/torchtitan_config.h"
 
@@ -54,6 +55,7 @@ StatusOr<Emitted> FormatFilesOf(const Plan& plan, const JobShape& s, Format f, c
     case Format::kAccelerate: return AccelerateFiles(plan, s, opt);
     case Format::kTorchtitan: return TorchtitanConfig(plan, s);
     case Format::kMegatron: return MegatronArgs(plan, s);
+    case Format::kLitgpt: return LitgptConfig(plan, s);
     case Format::kAll: break;
   }
   return Status::Internal("emit: kAll is not one format");
@@ -89,6 +91,7 @@ std::string_view Describe(std::string_view file) {
   if (file == "accelerate_config.yaml") return "accelerate config (`accelerate launch --config_file`)";
   if (file == "torchtitan.toml") return "torchtitan job config (`--job.config_file`)";
   if (file == "megatron_args.sh") return "Megatron-LM arguments as a bash array, MEGATRON_ARGS";
+  if (file == "litgpt.yaml") return "LitGPT config (`litgpt finetune_lora|finetune_full|pretrain --config`)";
   if (file == "launch.sh" || file == "job.sbatch") return "launch script";
   if (file == "hostfile") return "one `host slots=N` line per node, in rank order: put real host names in";
   if (file == "deepspeed_env") return "variables the deepspeed launcher exports to every node (DS_ENV_FILE)";
@@ -111,7 +114,8 @@ std::string Readme(const Plan& plan, const JobShape& s, const Emitted& e, Format
   r += "- `README.md`: this file\n\n## Launch\n\n";
   r += fmt::format("The launch script starts the {} config with {}. ", FormatName(entry),
                    LauncherName(opt.launcher));
-  r += "Set `TRAIN_SCRIPT` to your training script (relative to where you run from).\n\n";
+  if (entry == Format::kLitgpt) r += fmt::format("It runs `litgpt {}` itself; no training script to give.\n\n", LitgptCommand(plan));
+  else r += "Set `TRAIN_SCRIPT` to your training script (relative to where you run from).\n\n";
   if (opt.launcher == Launcher::kSlurm) r += "    cd THIS_DIR && sbatch job.sbatch\n";
   else if (opt.launcher == Launcher::kTorchrun && s.multi_node())
     r += fmt::format("    # on node i = 0..{}:\n    NODE_RANK=i MASTER_ADDR=<node 0> ./launch.sh\n", s.nodes - 1);
@@ -129,7 +133,7 @@ StatusOr<Emitted> EmitPlan(const Plan& plan, const EmitOptions& opt) {
   if (!plan.workload.training())
     return Status::BadInput("emit writes training configs; this plan is an inference workload");
   SP_ASSIGN_OR_RETURN(JobShape s, ShapeOf(plan));
-  const Format entry = opt.format == Format::kAll ? NativeFormat(plan.layout.framework) : opt.format;
+  const Format entry = opt.format == Format::kAll ? NativeFormat(plan.layout) : opt.format;
   Emitted out;
   SP_ASSIGN_OR_RETURN(Emitted main, FormatFiles(plan, s, entry, opt));
   Merge(out, std::move(main));

@@ -8,6 +8,7 @@ std::string_view FormatName(Format f) {
     case Format::kAccelerate: return "accelerate";
     case Format::kTorchtitan: return "torchtitan";
     case Format::kMegatron: return "megatron";
+    case Format::kLitgpt: return "litgpt";
     case Format::kAll: return "all";
   }
   return "all";
@@ -25,7 +26,7 @@ std::string_view LauncherName(Launcher l) {
 
 std::optional<Format> ParseFormat(std::string_view s) {
   for (Format f : {Format::kDeepSpeed, Format::kAccelerate, Format::kTorchtitan,
-                   Format::kMegatron, Format::kAll})
+                   Format::kMegatron, Format::kLitgpt, Format::kAll})
     if (s == FormatName(f)) return f;
   return std::nullopt;
 }
@@ -36,8 +37,9 @@ std::optional<Launcher> ParseLauncher(std::string_view s) {
   return std::nullopt;
 }
 
-Format NativeFormat(Framework f) {
-  switch (f) {
+Format NativeFormat(const Layout& l) {
+  if (l.stack == Stack::kLitgpt) return Format::kLitgpt;
+  switch (l.framework) {
     case Framework::kDeepSpeed: return Format::kDeepSpeed;
     case Framework::kFsdp: return Format::kAccelerate;
     case Framework::kMegatron: return Format::kMegatron;

@@ -8,15 +8,16 @@
 
 namespace shardplan::launch {
 
-enum class Format { kDeepSpeed, kAccelerate, kTorchtitan, kMegatron, kAll };
+enum class Format { kDeepSpeed, kAccelerate, kTorchtitan, kMegatron, kLitgpt, kAll };
 enum class Launcher { kTorchrun, kDeepSpeed, kMpirun, kSlurm };
 
-std::string_view FormatName(Format f);      // "deepspeed", "accelerate", "torchtitan", "megatron", "all"
+std::string_view FormatName(Format f);      // "deepspeed", "accelerate", "torchtitan", "megatron", "litgpt", "all"
 std::string_view LauncherName(Launcher l);  // "torchrun", "deepspeed", "mpirun", "slurm"
 std::optional<Format> ParseFormat(std::string_view s);
 std::optional<Launcher> ParseLauncher(std::string_view s);
 
-// The format a framework's users run: DeepSpeed JSON, accelerate (FSDP), torchtitan, Megatron.
-Format NativeFormat(Framework f);
+// The format a framework's users run: DeepSpeed JSON, accelerate (FSDP), torchtitan, Megatron;
+// LitGPT's own config for its stack.
+Format NativeFormat(const Layout& l);
 
 }  // namespace shardplan::launch

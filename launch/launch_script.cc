@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "launch/litgpt_config.h"
+
 namespace shardplan::launch {
 namespace {
 
@@ -27,6 +29,8 @@ Program ProgramFor(Format entry) {
               "# shellcheck source=megatron_args.sh\nsource megatron_args.sh\n"};
     case Format::kAccelerate:
       return {false, "\"$TRAIN_SCRIPT\"", {}, "train.py", ""};
+    case Format::kLitgpt:  // the command is the plan's (LaunchScripts); Fabric joins the launcher's ranks
+      return {true, "litgpt", {"--config litgpt.yaml"}, "", ""};
     default:  // deepspeed.add_config_arguments() flags
       return {false, "\"$TRAIN_SCRIPT\"", {"--deepspeed", "--deepspeed_config deepspeed.json"},
               "train.py", ""};
@@ -246,6 +250,7 @@ std::string Hostfile(const JobShape& s) {
 StatusOr<Emitted> LaunchScripts(const Plan& plan, const JobShape& s, Launcher launcher,
                                 Format entry, const LaunchOptions& opt) {
   Program p = ProgramFor(entry);
+  if (entry == Format::kLitgpt) p.args.insert(p.args.begin(), std::string(LitgptCommand(plan)));
   // Megatron-LM trains hybrid (Mamba) models with its own entry point.
   if (entry == Format::kMegatron && plan.model.is_hybrid()) p.default_script = "pretrain_mamba.py";
   const bool sbatch = launcher == Launcher::kSlurm;

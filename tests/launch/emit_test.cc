@@ -10,6 +10,8 @@
 #include "launch/emit.h"
 #include "launch/launch_script.h"
 #include "launch/output_dir.h"
+#include "planner/io/document.h"
+#include "planner/io/workload_reader.h"
 #include "tests/launch/test_plans.h"
 
 namespace shardplan::launch::testing {
@@ -54,6 +56,51 @@ TEST(EmitTest, ZeroBubbleScheduleIsTorchtitansAndTheOthersSaySo) {
   EXPECT_THAT(Find(e, "torchtitan.toml")->text, HasSubstr("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"));
   ASSERT_NE(Find(e, "README.md"), nullptr);
   EXPECT_THAT(Find(e, "README.md")->text, HasSubstr("megatron: no zero-bubble schedule; this config runs 1F1B"));
+}
+
+// LitGPT's config: its stack's plans start from it, and the workload reader reads it back to
+// the plan's own workload (the keys config_hub's files use). Plans LitGPT's scripts cannot run
+// -- ZeRO-2, no recomputation over several GPUs, tensor parallelism -- are refused by rule.
+TEST(EmitTest, LitgptConfigReadsBackAsThePlansWorkload) {
+  Plan p = LoraSingleGpu();
+  p.layout.stack = Stack::kLitgpt;
+  p.layout.ac = Recompute::kNone;
+  p.workload.master_weights = MasterWeights::kNone;
+  p.workload.lora.targets = {"q_proj", "v_proj", "mlp"};
+  p.workload.lora.dropout = 0.05;
+  const Emitted e = MustEmit(p, Format::kAll, Launcher::kTorchrun);
+  const EmittedFile* cfg = Find(e, "litgpt.yaml");
+  ASSERT_NE(cfg, nullptr);
+  ASSERT_NE(Find(e, "launch.sh"), nullptr);
+  EXPECT_THAT(Find(e, "launch.sh")->text, HasSubstr("-m litgpt \\\n  finetune_lora \\\n  --config litgpt.yaml"));
+  auto doc = Document::Parse("litgpt.yaml", cfg->text);
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  auto w = ParseWorkload(*doc);
+  ASSERT_TRUE(w.ok()) << w.status().message() << "\n" << cfg->text;
+  EXPECT_EQ(w->task, Task::kLora);
+  EXPECT_EQ(w->precision, Dtype::kBf16);
+  EXPECT_EQ(w->master_weights, MasterWeights::kNone);
+  EXPECT_EQ(w->seq_len, 4096);
+  EXPECT_EQ(w->global_batch, 16);
+  EXPECT_EQ(w->micro_batch, 4);
+  EXPECT_EQ(w->devices, 1);
+  EXPECT_EQ(w->lora.rank, p.workload.lora.rank);
+  EXPECT_EQ(w->lora.targets, (std::vector<std::string>{"q_proj", "v_proj", "mlp"}));
+  EXPECT_EQ(w->optimizer, Optimizer::kAdamW);
+
+  Plan fsdp = FsdpOneNode();  // ZeRO-3 over 8 with full recomputation: LitGPT's finetune_full
+  fsdp.layout.stack = Stack::kLitgpt;
+  fsdp.workload.task = Task::kFinetune;
+  EmitOptions o;
+  o.format = Format::kLitgpt;
+  EXPECT_TRUE(EmitPlan(fsdp, o).ok());
+  fsdp.layout.zero = 2;
+  StatusOr<Emitted> zero2 = EmitPlan(fsdp, o);
+  ASSERT_FALSE(zero2.ok());
+  EXPECT_THAT(zero2.status().message(), HasSubstr("over several GPUs LitGPT's finetune_full runs FSDP FULL_SHARD"));
+  StatusOr<Emitted> tp = EmitPlan(TpPpZero1MultiNode(), o);
+  ASSERT_FALSE(tp.ok());
+  EXPECT_THAT(tp.status().message(), HasSubstr("run data parallelism alone"));
 }
 
 TEST(EmitTest, RequestedFormatThatCannotExpressThePlanIsAnError) {
