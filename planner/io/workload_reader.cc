@@ -549,6 +549,9 @@ Status ReadTrainerArguments(const Document& doc, const YAML::Node& root, bool ta
     if (q != "bnb.nf4" && q != "bnb.nf4-dq" && q != "bnb.fp4" && q != "bnb.fp4-dq")
       return doc.ErrorAt(root["quantize"], "quantize: expected bnb.nf4, bnb.nf4-dq, bnb.fp4 or bnb.fp4-dq (LitGPT's "
                                            "4-bit bases), got \"" + *quantize + "\"");
+    if (w.master_weights == MasterWeights::kFp32)  // litgpt/finetune/lora.py setup
+      return doc.ErrorAt(root["quantize"], "quantize: LitGPT refuses a quantized base under mixed precision (\"Quantization "
+                                           "and mixed precision is not supported\"); expected precision: bf16-true");
     // Fabric's _NF4Linear and _FP4Linear keep fp32 block scales (compress_statistics=False);
     // the -dq forms quantize them.
     const Setting dq = q.ends_with("-dq") ? Setting::kOn : Setting::kOff;

@@ -1604,6 +1604,7 @@ TEST(WorkloadRejects, LitgptKeys) {
            {"task: finetune\noptimizer:\n  class_path: torch.optim.AdamW\n  init_args: 3\n", "init_args: expected the optimizer's arguments"},
            {"devices: 0\n", "devices"},
            {"double_quant: true\nquantize: bnb.nf4\nlora_r: 8\n", "quantize: bnb.nf4 says double quantization off"},
+           {"precision: bf16-mixed\nquantize: bnb.nf4\nlora_r: 8\n", "quantize: LitGPT refuses a quantized base under mixed"},
        }) {
     auto w = ReadWorkload(text);
     ASSERT_FALSE(w.ok()) << text;
