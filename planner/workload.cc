@@ -152,7 +152,7 @@ bool ParseOptimizer(std::string_view s, Optimizer* out, bool* paged, OptimizerSt
   bare.erase(std::remove_if(bare.begin(), bare.end(), [](char c) { return c == '(' || c == ')' || c == ','; }), bare.end());
   OptimizerStep said = kAny;
   for (const auto& [word, how] : {std::pair<std::string_view, OptimizerStep>{"fused", kPerTensor}, {"foreach", kForeach}})
-    for (const std::string form : {"-" + std::string(word), std::string(word) + "-"})
+    for (const std::string& form : {"-" + std::string(word), std::string(word) + "-"})
       if (const size_t at = bare.find(form); at != std::string::npos && said == kAny) {
         bare.erase(at, form.size());
         said = how;
