@@ -566,12 +566,13 @@ size_t ExpandPhrase(const std::vector<std::string>& words, size_t i, std::vector
   std::string device = "cpu";
   bool optimizer = false, params = false;
   if (one_of(at(j), {"cpu", "nvme"})) device = at(j++);
-  if (one_of(at(j), kOptimizer) && one_of(at(j + 1), {"offload", "offloading"})) optimizer = true, ++j;
-  else if (one_of(at(j), kParams) && one_of(at(j + 1), {"offload", "offloading"})) params = true, ++j;
+  if (one_of(at(j), kOptimizer) && one_of(at(j + 1), {"offload", "offloading", "offloaded"})) optimizer = true, ++j;
+  else if (one_of(at(j), kParams) && one_of(at(j + 1), {"offload", "offloading", "offloaded"})) params = true, ++j;
   if (one_of(at(j), {"cpu-offload", "cpu_offload", "nvme-offload", "zero-offload"})) {
     if (at(j).starts_with("nvme")) device = "nvme";
     ++j;
-  } else if (one_of(at(j), {"offload", "offloading"})) {
+  } else if (one_of(at(j), {"offload", "offloading", "offloaded", "cpu-offloaded"})) {
+    if (at(j) == "cpu-offloaded") device = "cpu";
     ++j;
   } else {
     return 0;
@@ -583,7 +584,7 @@ size_t ExpandPhrase(const std::vector<std::string>& words, size_t i, std::vector
     if (one_of(at(j), {"states"})) ++j, more = true;
     if (more && at(j) == "and" && (one_of(at(j + 1), kOptimizer) || one_of(at(j + 1), kParams))) ++j;
   }
-  if (at(j) == "to" && one_of(at(j + 1), {"cpu", "nvme"})) device = at(j + 1), j += 2;
+  if (one_of(at(j), {"to", "on", "onto"}) && one_of(at(j + 1), {"cpu", "nvme"})) device = at(j + 1), j += 2;
   else if (one_of(at(j), {"cpu", "nvme"})) device = at(j++);
   if (optimizer) out.push_back("offload_optimizer=" + device);
   if (params) out.push_back("offload_params=" + device);

@@ -89,6 +89,8 @@ TEST(Layout, WordsAsSourcesWriteThem) {
   same("ZeRO-3, offload optimizer to NVMe", "framework=deepspeed,zero=3,offload_optimizer=nvme");
   same("ZeRO-3 + offload param and optimizer", "framework=deepspeed,zero=3,offload_params=cpu,offload_optimizer=cpu");
   same("framework=deepspeed,zero=2,offload=cpu", "framework=deepspeed,zero=2,offload_optimizer=cpu");
+  same("ZeRO-3, optimizer offloaded on NVMe", "framework=deepspeed,zero=3,offload_optimizer=nvme");
+  same("FSDP, CPU-offloaded", "framework=fsdp,offload_params=cpu");
   EXPECT_FALSE(ParseLayout("offload=gpu").ok());
   // Errors quote the words as written, not the key=value they were read as.
   auto clash = ParseLayout("tp=4,dp4,dp_shard=3");
