@@ -981,14 +981,22 @@ Stack DefaultStack(Framework framework, const Workload& w, const ClusterSpec& c)
   return framework == Framework::kFsdp && fine_tune && c.world_size() == 1 ? Stack::kHf : Stack::kNative;
 }
 
+namespace {
+// What LitGPT's scripts recompute: every block under Fabric's FSDP when fine-tuning
+// (finetune/full.py, adapter.py: activation_checkpointing_policy={Block}; lora.py's
+// parallelize_fn wraps each block in checkpoint_wrapper), nothing on one GPU (strategy
+// "auto") or when pretraining (pretrain.py).
+Recompute LitgptRecompute(const Layout& l, const Workload& w) {
+  return l.world() > 1 && w.task != Task::kPretrain ? Recompute::kFull : Recompute::kNone;
+}
+}  // namespace
+
 bool StackRunsLayout(const Layout& l, const Workload& w) {
   if (l.stack != Stack::kLitgpt || !w.training()) return true;
-  if (l.world() == 1)
-    return l.zero == 0 && l.ac == Recompute::kNone && l.offload_optimizer == Offload::kNone &&
-           l.offload_params == Offload::kNone;
-  const bool pretrain = w.task == Task::kPretrain;
-  return l.zero == 3 && l.ac == (pretrain ? Recompute::kNone : Recompute::kFull) && l.offload_params == Offload::kNone &&
-         l.offload_optimizer == Offload::kNone && (pretrain || l.shard_group == 0);
+  const bool offloads = l.offload_optimizer != Offload::kNone || l.offload_params != Offload::kNone;
+  if (offloads || l.ac != LitgptRecompute(l, w)) return false;
+  if (l.world() == 1) return l.zero == 0;
+  return l.zero == 3 && (w.task == Task::kPretrain || l.shard_group == 0);
 }
 
 bool TorchtitanStageSplit(const Layout& l) {
@@ -1034,19 +1042,15 @@ StatusOr<Layout> ResolveLayout(const ModelSpec& m, const Workload& w, const Clus
   }
   if (l.world() != world)
     return Rule("dp x tp x pp x cp = " + Num(l.world()) + " must equal the GPUs used (" + Num(world) + ")");
-  // LitGPT's fine-tuning commands checkpoint every block when Fabric runs FSDP (finetune/
-  // full.py and adapter.py: FSDPStrategy(activation_checkpointing_policy={Block}); lora.py's
-  // parallelize_fn wraps each block in checkpoint_wrapper) and none on one GPU (strategy
-  // "auto"); its pretraining checkpoints none and shards within a node
-  // (FSDPStrategy(sharding_strategy="HYBRID_SHARD"), pretrain.py).
+  // LitGPT recomputes as its scripts do (LitgptRecompute); its pretraining shards within a
+  // node (FSDPStrategy(sharding_strategy="HYBRID_SHARD"), pretrain.py).
   if (l.stack == Stack::kLitgpt && w.training()) {
     // Its finetune and pretrain scripts take a device count and nothing else to split by.
     if (l.tp > 1 || l.pp > 1 || l.cp > 1 || l.ep > 1)
       return Rule("LitGPT's finetune and pretrain scripts run data parallelism alone (FSDP over devices x num_nodes); "
                   "tp, pp, cp and ep stay 1");
-    const bool pretrain = w.task == Task::kPretrain;
-    if (!(l.fixed & kKeyAc)) l.ac = l.world() > 1 && !pretrain ? Recompute::kFull : Recompute::kNone;
-    if (!(l.fixed & kKeyShardGroup) && pretrain && c.nodes > 1) l.shard_group = kShardGroupNode;
+    if (!(l.fixed & kKeyAc)) l.ac = LitgptRecompute(l, w);
+    if (!(l.fixed & kKeyShardGroup) && w.task == Task::kPretrain && c.nodes > 1) l.shard_group = kShardGroupNode;
   }
   // HYBRID_SHARD: FSDP shards over the GPUs of a node and replicates across nodes (FSDP1's
   // _init_intra_and_inter_node_groups takes the node's devices as the intra-node group).

@@ -479,14 +479,15 @@ StatusOr<YAML::Node> LiftTrainBlock(const Document& doc, const YAML::Node& file,
     if (it->first.Scalar() != "train") out.force_insert(it->first, it->second);
   for (auto it = train.begin(); it != train.end(); ++it) {  // the key's own node, for errors that name it
     const std::string key = it->first.Scalar();
-    if (std::find(std::begin(kLifted), std::end(kLifted), key) == std::end(kLifted) || it->second.IsNull()) continue;
+    if (std::find(kSchedule.begin(), kSchedule.end(), key) != kSchedule.end()) {
+      read_past.push_back("train." + key);
+      continue;
+    }
+    if (it->second.IsNull()) continue;  // a lifted key with no value says nothing
     if (file[key].IsDefined())
       return doc.ErrorAt(it->second, key + ": given in train: and at the top level; give it once");
     out.force_insert(it->first, it->second);
   }
-  for (auto it = train.begin(); it != train.end(); ++it)
-    if (std::find(kSchedule.begin(), kSchedule.end(), it->first.Scalar()) != kSchedule.end())
-      read_past.push_back("train." + it->first.Scalar());
   return out;
 }
 
